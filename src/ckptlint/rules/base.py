@@ -1,0 +1,85 @@
+"""The rule contract.
+
+A rule is a small class with a ``code`` (two-letter family + three digits), a kebab-case
+``name``, a one-line ``summary`` and a docstring with the sections What it does / Why is
+this bad? / Example / How to fix. ``check(ctx)`` yields findings; the consequence (and so
+the default severity) belongs to each finding, not to the rule.
+
+Rules with ``scope = "checkpoint"`` run once per checkpoint (``ctx.target`` is None);
+rules with ``scope = "target"`` run once per requested framework target, on the
+simulated load plan of that target.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Iterator
+
+from ckptlint.findings import Consequence, Finding
+
+if TYPE_CHECKING:
+    from ckptlint.checkpoint import Checkpoint
+    from ckptlint.deployment import Deployment
+    from ckptlint.simulate import Plan
+    from ckptlint.targets import Target
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "How to fix")
+_SECTION_RE = re.compile(r"^## (.+?)\s*$", re.M)
+
+
+@dataclass
+class RuleContext:
+    checkpoint: "Checkpoint"
+    deployment: "Deployment"
+    target: "Target | None" = None
+    plan: "Plan | None" = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    scope: ClassVar[str] = "target"
+    # Consequences this rule can predict (documentation; each finding picks one).
+    consequences: ClassVar[tuple[Consequence, ...]] = ()
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def finding(self, ctx: RuleContext, consequence: Consequence, message: str, **kw: Any) -> Finding:
+        kw.setdefault("target", ctx.target.id if ctx.target is not None else None)
+        return Finding(code=self.code, name=self.name, consequence=consequence, message=message, **kw)
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        return parse_doc_sections(cls.__doc__ or "")
+
+
+class ReaderRule(Rule):
+    """A rule whose findings are detected while reading the checkpoint.
+
+    The reader records them in ``Checkpoint.issues`` with this rule's code; the rule
+    surfaces them (so they can be selected, ignored and documented like any other).
+    """
+
+    scope: ClassVar[str] = "checkpoint"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        for issue in ctx.checkpoint.issues:
+            if issue.code == self.code:
+                issue.name = self.name
+                yield issue
+
+
+def parse_doc_sections(doc: str) -> dict[str, str]:
+    import inspect
+
+    text = inspect.cleandoc(doc)
+    sections: dict[str, str] = {}
+    matches = list(_SECTION_RE.finditer(text))
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        sections[m.group(1)] = text[m.end():end].strip()
+    return sections
