@@ -1,0 +1,103 @@
+"""Skip-list matchers: how a framework compares an ignore/exclude entry with a module prefix.
+
+Each mode transcribes one upstream matching primitive (cited in the target data that uses it).
+Entries are compiled once per list; matching a module is then one pass over the compiled list.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
+Predicate = Callable[[str], bool]
+
+
+def _glob_to_regex(entry: str) -> re.Pattern[str] | None:
+    # ModelOpt: escape dots, '*' becomes '.*'; other regex metacharacters pass through.
+    try:
+        return re.compile(entry.replace(".", r"\.").replace("*", ".*"))
+    except re.error:
+        return None
+
+
+def _compile_one(mode: str, entry: str) -> Predicate | None:
+    if mode == "exact":
+        return entry.__eq__
+    if mode == "exact_or_regex":
+        if entry.startswith("re:"):
+            try:
+                rx = re.compile(entry[3:])
+            except re.error:
+                return None
+            return lambda name: rx.match(name) is not None
+        return entry.__eq__
+    if mode == "substring":
+        return lambda name: entry in name
+    if mode == "substring_ci":
+        low = entry.lower()
+        return lambda name: low in name.lower()
+    if mode == "suffix":
+        if entry.startswith("re:"):
+            try:
+                rx = re.compile(entry[3:])
+            except re.error:
+                return None
+            return lambda name: rx.match(name) is not None
+        dotted = "." + entry
+        return lambda name: name == entry or name.endswith(dotted)
+    if mode == "dotted_path":
+        start, inner = entry + ".", "." + entry + "."
+        return lambda name: name == entry or name.startswith(start) or inner in "." + name + "."
+    if mode == "glob_component":
+        rx = _glob_to_regex(entry)
+        if rx is None:
+            return None
+
+        def pred(name: str) -> bool:
+            if rx.fullmatch(name):
+                return True
+            if name.startswith("language_model.") and rx.fullmatch(name[len("language_model."):]):
+                return True
+            return any(rx.fullmatch(part) for part in name.split("."))
+
+        return pred
+    if mode == "substring_or_fnmatch":
+        rx = re.compile(fnmatch.translate(entry))
+
+        def either(name: str) -> bool:
+            if entry in name or rx.match(name) is not None:
+                return True
+            return name.startswith("language_model.") and entry in name[len("language_model."):]
+
+        return either
+    if mode == "fnmatch":
+        rx = re.compile(fnmatch.translate(entry))
+        return lambda name: rx.match(name) is not None
+    raise ValueError(f"unknown match mode {mode!r}")
+
+
+@dataclass
+class CompiledList:
+    mode: str
+    entries: list[str]
+    preds: list[Predicate | None]
+
+    def first_match(self, name: str) -> str | None:
+        for entry, pred in zip(self.entries, self.preds):
+            if pred is not None and pred(name):
+                return entry
+        return None
+
+    def invalid(self) -> list[str]:
+        return [e for e, p in zip(self.entries, self.preds) if p is None]
+
+
+def compile_list(mode: str, entries: Iterable[str]) -> CompiledList:
+    items = [e for e in entries if isinstance(e, str)]
+    return CompiledList(mode, items, [_compile_one(mode, e) for e in items])
+
+
+def looks_like_glob(entry: str) -> bool:
+    return not entry.startswith("re:") and any(c in entry for c in "*?[")

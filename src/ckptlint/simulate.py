@@ -1,0 +1,421 @@
+"""Load simulation: how one framework release maps every checkpoint tensor to a runtime module
+and decides, per runtime module, whether it is built quantized.
+
+Everything release-specific comes from the target data (ckptlint/targets/data); this module
+only interprets it. The result is a ``Plan``, shared by every target-scoped rule and shown by
+``ckptlint plan``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptlint.checkpoint import Checkpoint, TensorInfo
+from ckptlint.deployment import Deployment
+from ckptlint.matching import CompiledList, compile_list
+from ckptlint.quant import QuantConfig, Scheme, parse_quant_config
+from ckptlint.targets import Target
+from ckptlint.targets.schema import Architecture, Draft, KindRule, MethodRules
+
+QUANT_SUFFIXES = frozenset({
+    "weight_scale", "weight_scale_inv", "weight_scale_2", "input_scale", "weight_packed",
+    "qweight", "qzeros", "scales", "weight_zero_point", "weight_global_scale",
+    "input_global_scale", "g_idx", "weight_shape",
+})
+WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight")
+
+
+@dataclass
+class Stored:
+    """What the checkpoint holds for one checkpoint module."""
+
+    quantized: bool | None  # None: nothing weight-like stored
+    weight: TensorInfo | None
+    scales: list[str]
+    logical_k: int | None = None  # in-features, undoing packing
+    logical_n: int | None = None
+
+    def describe(self) -> str:
+        if self.weight is None:
+            return "no weight"
+        w = self.weight
+        kind = "quantized" if self.quantized else "unquantized"
+        extra = f" + {', '.join(self.scales)}" if self.scales else ""
+        return f"{kind} ({w.dtype} {list(w.shape)}{extra})"
+
+
+@dataclass
+class Shard:
+    ckpt_module: str  # checkpoint module path (tensor name without parameter suffix)
+    query: str  # the name the framework tests in its skip list for this shard
+    tensors: list[TensorInfo]
+    stored: Stored
+    expert: int | None = None
+    proj: str | None = None
+
+
+@dataclass
+class Decision:
+    quantized: bool
+    reason: str
+    entry: str | None = None  # the skip-list entry that matched
+    scheme: Scheme | None = None
+    forced_draft: bool = False
+    error: str | None = None  # construction-time error text (e.g. mixed fused shards)
+    error_consequence: str | None = None
+
+
+@dataclass
+class RuntimeModule:
+    name: str
+    kind: str
+    loader: str | None
+    role: str  # "main" | "draft"
+    shards: list[Shard] = field(default_factory=list)
+    decision: Decision | None = None
+
+    @property
+    def tensors(self) -> list[str]:
+        return [t.name for s in self.shards for t in s.tensors]
+
+
+@dataclass
+class Plan:
+    target: Target
+    arch_name: str | None
+    arch: Architecture | None
+    quant: QuantConfig | None
+    method: MethodRules | None
+    modules: dict[str, RuntimeModule] = field(default_factory=dict)
+    dropped: dict[str, str] = field(default_factory=dict)  # tensor -> why the target ignores it
+    num_hidden_layers: int | None = None
+    mtp_layers: list[int] = field(default_factory=list)
+    speculative: bool = False
+    draft: Draft | None = None
+    exclude_key: str | None = None
+    exclude_main: list[str] = field(default_factory=list)
+    exclude_draft: list[str] = field(default_factory=list)
+    whole_draft_excluded: str | None = None
+    assumptions: list[str] = field(default_factory=list)
+    unsupported: str | None = None  # why this target cannot simulate the checkpoint at all
+    quant_findings: list[Any] = field(default_factory=list)
+
+    @property
+    def simulated(self) -> bool:
+        return self.unsupported is None and self.arch is not None
+
+
+# ---------------------------------------------------------------------------------------------
+def classify_stored(tensors: list[TensorInfo]) -> Stored:
+    by_suffix = {t.name.rsplit(".", 1)[-1]: t for t in tensors}
+    weight = next((by_suffix[s] for s in WEIGHT_SUFFIXES if s in by_suffix), None)
+    scales = sorted(s for s in by_suffix if s in QUANT_SUFFIXES)
+    if weight is None:
+        return Stored(None, None, scales)
+    quantized = (not weight.is_float) or bool(scales)
+    n = k = None
+    if len(weight.shape) >= 2:
+        n, k = weight.shape[-2], weight.shape[-1]
+        if quantized and weight.dtype in ("U8", "I8") and "weight_scale" in by_suffix:
+            sc = by_suffix["weight_scale"]
+            # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
+            if len(sc.shape) == len(weight.shape) and sc.shape[-1] > 0:
+                for g in (16, 32):
+                    if sc.shape[-1] * g == 2 * weight.shape[-1]:
+                        k = 2 * weight.shape[-1]
+                        break
+    return Stored(quantized, weight, scales, logical_k=k, logical_n=n)
+
+
+def _fmt(template: str, mapping: dict[str, Any]) -> str:
+    return template.replace("{mtp}", str(mapping["mtp"])) if "{mtp}" in template else template
+
+
+def _map_substr(entry: str, mapper: dict[str, str]) -> str:
+    # WeightsMapper semantics: at most one substring rule (longest key first), first occurrence.
+    for key in sorted(mapper, key=len, reverse=True):
+        if key in entry:
+            return entry.replace(key, mapper[key], 1)
+    return entry
+
+
+class _Namer:
+    """Checkpoint module path -> (runtime module, shard query, expert, proj) for one role."""
+
+    def __init__(self, arch: Architecture, config: dict[str, Any]):
+        self.experts = re.compile(arch.experts) if arch.experts else None
+        self.stacked: dict[str, str] = {}
+        for st in arch.stacked:
+            if st.requires_config and config.get(st.requires_config) in (None, 0, False):
+                continue
+            for shard in st.shards:
+                self.stacked[shard] = st.fused
+
+    def name(self, module: str) -> tuple[str, str, int | None, str | None]:
+        if self.experts is not None:
+            m = self.experts.match(module)
+            if m:
+                return m.group("moe"), module, int(m.group("expert")), m.group("proj")
+        head, _, last = module.rpartition(".")
+        fused = self.stacked.get(last)
+        if fused is not None:
+            return f"{head}.{fused}" if head else fused, module, None, last
+        return module, module, None, None
+
+
+def _kind(name: str, rules: list[KindRule], method: str | None, has_matrix: bool) -> tuple[str, str | None]:
+    for r in rules:
+        if r.methods is not None and method not in r.methods:
+            continue
+        if re.search(r.pattern, name):
+            return r.kind, r.loader
+    return ("linear" if has_matrix else "other"), None
+
+
+def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
+    config = ckpt.config if isinstance(ckpt.config, dict) else {}
+    archs = config.get("architectures")
+    arch_name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
+    quant, qfindings = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None,
+                                          ckpt.hf_quant_config)
+    arch = target.architecture(arch_name) if arch_name else None
+    method = target.data.methods.get(quant.method_key) if quant else None
+    plan = Plan(target, arch_name, arch, quant, method, quant_findings=qfindings)
+    if arch_name is None:
+        plan.unsupported = "config.json names no architecture (`architectures`)"
+        return plan
+    if arch is None or not arch.supported:
+        plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
+        return plan
+    if quant is not None and (method is None or not method.supported):
+        what = quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})"
+        plan.unsupported = f"{target.resolved} does not support quantization method {what}"
+        return plan
+
+    nhl = config.get("num_hidden_layers")
+    plan.num_hidden_layers = nhl if isinstance(nhl, int) and not isinstance(nhl, bool) and nhl >= 0 else None
+    draft = arch.draft
+    nextn = 0
+    if draft is not None:
+        for key in draft.count_keys:
+            v = config.get(key)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                nextn = v
+                break
+    if plan.num_hidden_layers is not None and nextn:
+        base = plan.num_hidden_layers
+        if draft is not None and draft.single_layer_config_uses_layer0 and base == 1:
+            base = 0
+        plan.mtp_layers = [base + i for i in range(nextn)]
+    plan.speculative = deployment.speculative if deployment.speculative is not None else bool(plan.mtp_layers)
+    if plan.speculative and not plan.mtp_layers:
+        plan.speculative = False
+    plan.draft = draft if plan.speculative else None
+    if plan.mtp_layers:
+        plan.assumptions.append(
+            "speculative decoding with the checkpoint's own MTP/NextN layer "
+            + ("on (default when config.json declares one)" if deployment.speculative is None
+               else ("on" if plan.speculative else "off (--no-speculative)")))
+
+    _build_modules(ckpt, plan, config)
+    if quant is not None and method is not None:
+        _decide(plan, config)
+    return plan
+
+
+def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None:
+    arch = plan.arch
+    assert arch is not None
+    namer = _Namer(arch, config)
+    method_name = plan.quant.method_key if plan.quant else None
+    prefix = arch.layer_prefix
+    layer_re = re.compile(re.escape(prefix) + r"(\d+)\.")
+    mtp = set(plan.mtp_layers)
+    nhl = plan.num_hidden_layers
+    draft = plan.draft
+    draft_kinds = list(draft.kinds) if draft else []
+    main_kinds = list(arch.kinds)
+    renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
+
+    groups: dict[str, list[TensorInfo]] = {}
+    for t in ckpt.tensors.values():
+        groups.setdefault(t.name.rpartition(".")[0], []).append(t)
+
+    for module, tensors in groups.items():
+        m = layer_re.match(module + ".")
+        layer = int(m.group(1)) if m else None
+        role = "main"
+        if layer is not None and layer in mtp:
+            if draft is None:
+                for t in tensors:
+                    plan.dropped[t.name] = "MTP layer weights are not loaded with speculative decoding off"
+                continue
+            role = "draft"
+        elif layer is not None and nhl is not None and layer >= nhl:
+            role = "extra"
+        name = module
+        if role == "draft":
+            keep = _fmt(draft.keep_prefix, {"mtp": layer})
+            if not (module + ".").startswith(keep):
+                continue
+            hit = next((d for d in draft.drop if d in module), None)
+            if hit is not None:
+                for t in tensors:
+                    plan.dropped[t.name] = f"the draft loader drops `{hit}` weights (shared with the target model)"
+                continue
+            for rx, to in renames:
+                if rx.search(name):
+                    name = rx.sub(to, name, count=1)
+                    break
+        runtime, query, expert, proj = namer.name(name)
+        has_matrix = any(len(t.shape) >= 2 or t.name.rsplit(".", 1)[-1] in QUANT_SUFFIXES for t in tensors)
+        kind, loader = _kind(runtime, (draft_kinds if role == "draft" else []) + main_kinds, method_name,
+                             has_matrix)
+        rm = plan.modules.get(runtime)
+        if rm is None:
+            rm = plan.modules[runtime] = RuntimeModule(runtime, kind, loader, role)
+        rm.shards.append(Shard(module, query, tensors, classify_stored(tensors), expert, proj))
+
+
+def _exclude_lists(plan: Plan) -> None:
+    quant, method, arch = plan.quant, plan.method, plan.arch
+    assert quant and method and arch
+    keys = method.exclude_keys_hf_quant_config if quant.source_file == "hf_quant_config.json" and \
+        method.exclude_keys_hf_quant_config else method.exclude_keys
+    plan.exclude_key, entries = quant.exclude_list(keys)
+
+    def variants(items: list[str]) -> list[str]:
+        if not method.model_prefix_variants:
+            return items
+        out = []
+        for e in items:
+            out.append(e)
+            out.append(e[len("model."):] if e.startswith("model.") else "model." + e)
+        return out
+
+    main = [_map_substr(e, arch.mapper_substr) for e in entries] if (method.apply_mapper and arch.mapper_substr) else list(entries)
+    plan.exclude_main = variants(main)
+    draft = plan.draft
+    if draft is None:
+        return
+    if method.apply_mapper and draft.mapper_substr:
+        d_entries = [_map_substr(e, draft.mapper_substr) for e in entries]
+    else:
+        d_entries = list(entries)
+    copy = draft.exclude_copy
+    if copy is not None and quant.method_key in copy.methods:
+        lit = _fmt(copy.prefix, {"mtp": plan.mtp_layers[0]})
+        renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename]
+        extra: list[str] = []
+        for e in entries:
+            if e.startswith(lit):
+                mapped = e
+                for rx, to in renames:
+                    if rx.search(mapped):
+                        mapped = rx.sub(to, mapped, count=1)
+                        break
+                extra.append(mapped)
+                for needle, add in copy.add_if_contains.items():
+                    if needle in mapped and add not in extra:
+                        extra.append(add)
+        d_entries += extra
+    plan.exclude_draft = variants(d_entries)
+
+
+def _decide(plan: Plan, config: dict[str, Any]) -> None:
+    quant, method, arch = plan.quant, plan.method, plan.arch
+    assert quant and method and arch
+    _exclude_lists(plan)
+    main_list = compile_list(method.match, plan.exclude_main)
+    draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
+    packed = {**arch.packed_modules_mapping, **method.packed_extra}
+    draft = plan.draft
+    if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
+        probe = _fmt(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
+        if method.apply_mapper and draft.mapper_substr:
+            probe = _map_substr(probe, draft.mapper_substr)
+        hit = draft_list.first_match(probe)
+        if hit is not None:
+            plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
+    forced = draft is not None and quant.method_key in draft.quant_none_for
+    for rm in plan.modules.values():
+        rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
+                                     packed, forced)
+
+
+def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: QuantConfig,
+                   excl: CompiledList, packed: dict[str, list[str]], forced: bool) -> Decision:
+    mname = quant.method_key
+    if rm.kind not in method.quantizes:
+        why = {"other": "not a quantizable layer", "plain": "built as a plain nn.Linear (never quantized)",
+               "router": "router/gate layer built without a quant config",
+               "embedding": "embeddings are not quantized", "lm_head": f"{mname} does not quantize the LM head"}
+        return Decision(False, why.get(rm.kind, f"{rm.kind} layers are not quantized by {mname}"))
+    if rm.role == "draft" and forced:
+        return Decision(False, plan.draft.quant_none_note or f"the draft model is built unquantized for {mname}",
+                        forced_draft=True)
+    if rm.role == "draft" and plan.whole_draft_excluded:
+        return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
+    entry, how, error = _excluded(rm, method, excl, packed)
+    if error:
+        err = method.mixed_shards
+        text = (err.error or "").format(module=rm.name, shards=error) if err else None
+        return Decision(False, f"fused shards disagree: {error}", error=text,
+                        error_consequence=err.consequence if err else "load-error")
+    if entry is not None:
+        return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
+    scheme = quant.scheme_for(rm.name, rm.loader)
+    if scheme is None:
+        return Decision(False, "no quantization scheme applies (layer config resolves to none)")
+    return Decision(True, f"no {plan.exclude_key or 'skip-list'} entry matches under {method.match}; "
+                    f"built {scheme.name}", scheme=scheme)
+
+
+def _excluded(rm: RuntimeModule, method: MethodRules, excl: CompiledList,
+              packed: dict[str, list[str]]) -> tuple[str | None, str, list[str] | None]:
+    name = rm.name
+    last = name.rpartition(".")[2]
+    if method.fused_tail_names:
+        for e in excl.entries:
+            tail = e.rpartition(".")[2]
+            if tail in method.fused_tail_names and tail in last:
+                return e, f"the fused-name tail `{tail}`", None
+    if rm.kind == "moe":
+        if method.moe == "never":
+            return None, "", None
+        hit = excl.first_match(name)
+        if hit is not None:
+            return hit, f"`{name}`", None
+        if method.moe == "children":
+            start = name + "."
+            hit = next((e for e in excl.entries if not e.startswith("re:") and e.startswith(start)), None)
+            if hit is not None:
+                return hit, f"a child of `{name}` (per-expert entry)", None
+        elif method.moe == "reversed_substring":
+            hit = next((e for e in excl.entries if "experts" in e and name in e), None)
+            if hit is not None:
+                return hit, f"`{name}` as a substring of the entry", None
+        elif method.moe == "expert0":
+            shards = [f"{name}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+            hits = [excl.first_match(s) for s in shards]
+            if all(hits):
+                return hits[0], "expert 0's projections", None
+            if any(hits):
+                return None, "", [s for s, h in zip(shards, hits) if h is None]
+        return None, "", None
+    if last in packed:
+        if method.direct_fused_match:
+            hit = excl.first_match(name)
+            if hit is not None:
+                return hit, f"the fused name `{name}`", None
+        shards = [name.replace(last, s) for s in packed[last]]
+        hits = [excl.first_match(s) for s in shards]
+        if all(h is not None for h in hits):
+            return hits[0], f"every shard of `{name}`", None
+        if any(h is not None for h in hits):
+            return None, "", shards
+        return None, "", None
+    hit = excl.first_match(name)
+    return (hit, f"`{name}`", None) if hit is not None else (None, "", None)

@@ -1,0 +1,192 @@
+"""Framework targets: versioned data files, resolution of a requested version, inheritance."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ckptlint.targets.schema import Architecture, TargetData
+
+FRAMEWORKS = ("sglang", "vllm")
+_VERSION_RE = re.compile(r"^(\d+(?:\.\d+)*)(?:\.?(?:post|dev|rc|a|b)\d*)?(?:\+.*)?$")
+
+
+class TargetError(ValueError):
+    """A target the user asked for that cannot be resolved (usage error, exit 2)."""
+
+
+def parse_version(text: str) -> tuple[int, ...]:
+    m = _VERSION_RE.match(text.strip())
+    if not m:
+        raise TargetError(f"invalid version {text!r}")
+    return tuple(int(p) for p in m.group(1).split("."))
+
+
+def _fmt(v: tuple[int, ...]) -> str:
+    return ".".join(map(str, v))
+
+
+# Tables that a later file replaces whole instead of merging key by key (mappings whose keys are
+# data, and outcomes whose fields belong together).
+_REPLACE_WHOLE = frozenset({
+    "mapper_substr", "packed_extra", "packed_modules_mapping", "add_if_contains", "missing_shard",
+    "unexpected_param", "mixed_shards", "missing_weights", "whole_draft_check", "exclude_copy",
+})
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict) and k not in _REPLACE_WHOLE:
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def _data_dir(framework: str):
+    return resources.files("ckptlint.targets").joinpath("data", framework)
+
+
+@lru_cache(maxsize=None)
+def raw_files(framework: str) -> dict[str, dict[str, Any]]:
+    """version string -> raw TOML of that file (not merged)."""
+    out: dict[str, dict[str, Any]] = {}
+    d = _data_dir(framework)
+    if not d.is_dir():
+        return out
+    for entry in d.iterdir():
+        if entry.name.endswith(".toml"):
+            out[entry.name[: -len(".toml")]] = tomllib.loads(entry.read_text(encoding="utf-8"))
+    return out
+
+
+@lru_cache(maxsize=None)
+def known_versions(framework: str) -> tuple[str, ...]:
+    return tuple(sorted(raw_files(framework), key=parse_version))
+
+
+@lru_cache(maxsize=None)
+def _merged(framework: str, version: str) -> dict[str, Any]:
+    raw = raw_files(framework)[version]
+    parent = raw.get("extends")
+    if parent is None:
+        return raw
+    if parent not in raw_files(framework):
+        raise TargetError(f"{framework} {version} extends unknown {parent}")
+    base = dict(_merged(framework, parent))
+    base.pop("extends", None)
+    base["sources"] = []  # each file cites its own sources
+    return _deep_merge(base, raw)
+
+
+@lru_cache(maxsize=None)
+def load_target_data(framework: str, version: str) -> TargetData:
+    return TargetData.model_validate(_merged(framework, version))
+
+
+@dataclass
+class Target:
+    data: TargetData
+    requested: str  # canonical requested form, e.g. "sglang==0.5.17"
+    note: str | None = None  # resolution note (not verified exactly / newer than known)
+    note_level: str | None = None  # "info" | "warning"
+    _arch_cache: dict[str, Architecture | None] = field(default_factory=dict, repr=False)
+
+    @property
+    def framework(self) -> str:
+        return self.data.framework
+
+    @property
+    def version(self) -> str:
+        return self.data.version
+
+    @property
+    def resolved(self) -> str:
+        return f"{self.data.framework}=={self.data.version}"
+
+    @property
+    def id(self) -> str:
+        return self.requested
+
+    def architecture(self, name: str) -> Architecture | None:
+        if name not in self._arch_cache:
+            self._arch_cache[name] = _resolve_arch(self.data, name, ())
+        return self._arch_cache[name]
+
+
+def _resolve_arch(data: TargetData, name: str, seen: tuple[str, ...]) -> Architecture | None:
+    arch = data.architectures.get(name)
+    if arch is None or arch.like is None:
+        return arch
+    if arch.like in seen:
+        raise TargetError(f"architecture inheritance cycle at {name}")
+    base = _resolve_arch(data, arch.like, seen + (name,))
+    if base is None:
+        raise TargetError(f"{name} is like unknown architecture {arch.like}")
+    merged = _deep_merge(base.model_dump(by_alias=True, exclude_unset=True),
+                         arch.model_dump(by_alias=True, exclude_unset=True))
+    merged.pop("like", None)
+    return Architecture.model_validate(merged)
+
+
+def list_targets() -> list[Target]:
+    return [Target(load_target_data(fw, v), f"{fw}=={v}") for fw in FRAMEWORKS for v in known_versions(fw)]
+
+
+def resolve(spec: str) -> list[Target]:
+    """Resolve a ``--target`` value.
+
+    ``sglang==0.5.15`` (also ``sglang@0.5.15``, ``sglang=0.5.15``): that release, or the newest
+    verified release not newer than it (with an info note), or the newest with a warning when it
+    is newer than every verified release. ``sglang`` alone: every verified release.
+    """
+    text = spec.strip()
+    m = re.match(r"^([A-Za-z_-]+)\s*(?:(==|=|@)\s*(.+))?$", text)
+    if not m:
+        raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK or FRAMEWORK==VERSION")
+    fw = m.group(1).lower()
+    if fw not in FRAMEWORKS:
+        raise TargetError(f"unknown framework {m.group(1)!r}: known frameworks are {', '.join(FRAMEWORKS)}")
+    versions = known_versions(fw)
+    if not versions:
+        raise TargetError(f"no target data for {fw}")
+    if m.group(3) is None:
+        return [Target(load_target_data(fw, v), f"{fw}=={v}") for v in versions]
+    want = parse_version(m.group(3))
+    requested = f"{fw}=={m.group(3).strip()}"
+    parsed = [(parse_version(v), v) for v in versions]
+    if want < parsed[0][0]:
+        raise TargetError(
+            f"{requested} is older than the oldest verified {fw} release ({versions[0]}); "
+            f"ckptlint supports {fw} >= {versions[0]}"
+        )
+    if want > parsed[-1][0]:
+        t = Target(load_target_data(fw, versions[-1]), requested)
+        t.note = (f"{requested} is newer than the newest verified {fw} release; "
+                  f"checked with the rules of {fw}=={versions[-1]}")
+        t.note_level = "warning"
+        return [t]
+    best = max((p for p in parsed if p[0] <= want), key=lambda p: p[0])
+    t = Target(load_target_data(fw, best[1]), requested)
+    if best[0] != want:
+        t.note = (f"{requested} was not verified; it resolves to {fw}=={best[1]}, the newest verified "
+                  f"release not newer than it (no relevant change assumed)")
+        t.note_level = "info"
+    elif _fmt(want) != m.group(3).strip():
+        t.note = f"{requested} resolves to its base release {fw}=={best[1]}"
+        t.note_level = "info"
+    return [t]
+
+
+def newest_targets() -> list[Target]:
+    out = []
+    for fw in FRAMEWORKS:
+        vs = known_versions(fw)
+        if vs:
+            out.append(Target(load_target_data(fw, vs[-1]), f"{fw}=={vs[-1]}"))
+    return out

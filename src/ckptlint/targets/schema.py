@@ -1,0 +1,161 @@
+"""Schema of the versioned target data files (strict: our own data fails loudly).
+
+One TOML file per verified framework release under ``targets/data/<framework>/<version>.toml``.
+A file may ``extends`` its predecessor; tables merge recursively, lists and scalars replace.
+Every file cites the upstream files (and PRs) it transcribes in ``[[sources]]``.
+
+The vocabulary is deliberately small; each value is interpreted by ckptlint.simulate and
+ckptlint.matching:
+
+* match modes (how an ignore/exclude entry is compared with a runtime module prefix):
+  ``exact``, ``exact_or_regex`` (``re:`` → ``re.match``, else equality), ``substring``,
+  ``substring_ci``, ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
+  match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
+  component), ``fnmatch``.
+* module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
+  method touches), ``lm_head``, ``embedding``, ``router``, ``other``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MatchMode = Literal[
+    "exact", "exact_or_regex", "substring", "substring_ci", "suffix", "dotted_path",
+    "glob_component", "fnmatch", "substring_or_fnmatch",
+]
+ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
+ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Source(Strict):
+    file: str  # path inside the released package (wheel)
+    what: str  # what was read there, in our words
+    refs: list[str] = Field(default_factory=list)  # upstream PRs / issues
+
+
+class Outcome(Strict):
+    consequence: ConsequenceName
+    error: str | None = None  # the text the framework prints, with {placeholders}
+    note: str | None = None
+
+
+class MethodRules(Strict):
+    """How one quant method decides, per runtime module, whether it is built quantized."""
+
+    supported: bool = True
+    # Config keys holding the skip list, tried in order (first present wins).
+    exclude_keys: list[str] = Field(default_factory=list)
+    # modelopt: which keys to read when the config comes from hf_quant_config.json.
+    exclude_keys_hf_quant_config: list[str] = Field(default_factory=list)
+    match: MatchMode = "exact"
+    # Fused modules: test the fused runtime name itself before its shards.
+    direct_fused_match: bool = False
+    # Fused-name tail rule of ModelOpt (an entry whose last component is one of these
+    # excludes every module whose last component contains it, whatever its layer).
+    fused_tail_names: list[str] = Field(default_factory=list)
+    # FusedMoE: "prefix" (only an entry matching `…experts` itself), "children" (also any
+    # entry that starts with `…experts.`), "reversed_substring" (prefix is a substring of an
+    # entry containing "experts"), "expert0" (expert 0's projections decide), "never".
+    moe: Literal["prefix", "children", "reversed_substring", "expert0", "never"] = "prefix"
+    # Fused-module names added to the model class's packed_modules_mapping for this method.
+    packed_extra: dict[str, list[str]] = Field(default_factory=dict)
+    # Module kinds this method builds quantized when not excluded.
+    quantizes: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe"])
+    # Is the model class's checkpoint->runtime name mapper applied to the skip list?
+    apply_mapper: bool = True
+    # Also keep a copy of each entry with a leading ``model.`` added/removed.
+    model_prefix_variants: bool = False
+    mixed_shards: Outcome | None = None  # construction error when fused shards disagree
+
+
+class Stacked(Strict):
+    fused: str
+    shards: list[str]
+    requires_config: str | None = None  # only when this config.json key is set (non-null)
+
+
+class KindRule(Strict):
+    pattern: str  # regex, searched in the runtime module name
+    kind: ModuleKind
+    loader: str | None = None  # runtime class name (for quoting its error text)
+    methods: list[str] | None = None  # rule applies only for these quant methods
+
+
+class Rename(Strict):
+    pattern: str  # regex on the checkpoint module path ({mtp} is the MTP layer index)
+    to: str  # replacement (re.sub syntax)
+
+
+class ExcludeCopy(Strict):
+    """Copy literal skip-list entries under a checkpoint prefix to their runtime names."""
+
+    prefix: str  # literal prefix, e.g. "model.layers.{mtp}."
+    methods: list[str]
+    add_if_contains: dict[str, str] = Field(default_factory=dict)  # substring -> extra entry
+
+
+class WholeDraftCheck(Strict):
+    """Whole draft built unquantized if this probe name is excluded (after the mapper)."""
+
+    methods: list[str]
+    probe: str  # e.g. "model.layers.{mtp}"
+
+
+class Draft(Strict):
+    cls: str = Field(alias="class")
+    # Layer index of the MTP layer(s): "num_hidden_layers" (+i for i < count)
+    count_keys: list[str] = Field(default_factory=lambda: ["num_nextn_predict_layers"])
+    max_layers: int | None = None  # e.g. SGLang: only 1 NextN layer is supported
+    single_layer_config_uses_layer0: bool = False  # SGLang "old design" exports
+    keep_prefix: str = "model.layers.{mtp}."  # names outside it are not draft weights
+    drop: list[str] = Field(default_factory=list)  # substrings: dropped by the draft loader
+    rename: list[Rename] = Field(default_factory=list)  # first match wins
+    kinds: list[KindRule] = Field(default_factory=list)  # tried before the model's kinds
+    quant_none_for: list[str] = Field(default_factory=list)  # methods forced unquantized
+    quant_none_note: str | None = None
+    mapper_substr: dict[str, str] = Field(default_factory=dict)  # skip-list mapper
+    exclude_copy: ExcludeCopy | None = None
+    whole_draft_check: WholeDraftCheck | None = None
+    missing_weights: Outcome = Outcome(consequence="degraded")
+
+
+class Architecture(Strict):
+    like: str | None = None  # inherit another architecture of the same target
+    supported: bool = True
+    layer_prefix: str = "model.layers."
+    stacked: list[Stacked] = Field(default_factory=list)
+    experts: str | None = None  # regex with groups (moe, expert, proj) on checkpoint modules
+    expert_w13: list[str] = Field(default_factory=lambda: ["gate_proj", "up_proj"])
+    expert_w2: list[str] = Field(default_factory=lambda: ["down_proj"])
+    packed_modules_mapping: dict[str, list[str]] = Field(default_factory=dict)
+    kinds: list[KindRule] = Field(default_factory=list)
+    mapper_substr: dict[str, str] = Field(default_factory=dict)
+    draft: Draft | None = None
+
+
+class Loading(Strict):
+    missing_shard: Outcome
+    unexpected_param: Outcome  # a checkpoint tensor with no runtime parameter
+    shape_mismatch: dict[str, str]  # loader class -> error text template
+    moe_shape_mismatch: str
+    quant_config_source: Literal["config.json", "hf_quant_config.json"] = "config.json"
+
+
+class TargetData(Strict):
+    schema_: int = Field(alias="schema")
+    framework: Literal["sglang", "vllm"]
+    version: str
+    extends: str | None = None
+    released: str | None = None
+    summary: str
+    sources: list[Source]
+    loading: Loading
+    methods: dict[str, MethodRules]
+    architectures: dict[str, Architecture]
