@@ -1,0 +1,563 @@
+"""Read and validate one safetensors header without touching tensor data.
+
+Layout: 8-byte little-endian u64 ``N``, then ``N`` bytes of UTF-8 JSON, then the data buffer.
+Validation follows what the reference reader checks (checkpoint-formats.md §1.3), but every
+problem is reported instead of only the first one, and things the reference reader tolerates
+but the format text forbids (extra keys in an entry, values over 48 bits, a header that does not
+start with ``{``) are reported as hygiene.
+
+Bytes read per file: at most ``8 + N`` (or 1,024 for a Git LFS pointer / tiny file).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat as stat_mod
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptlint.checkpoint import DTYPE_BITS, ShardInfo, TensorInfo
+from ckptlint.findings import Consequence, Finding
+from ckptlint.reader import codes as C
+
+MAX_HEADER = 100_000_000
+U64_MAX = 2**64 - 1
+MAX_48 = 2**48 - 1
+LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
+LFS_READ = 1024
+_ENTRY_KEYS = frozenset(("dtype", "shape", "data_offsets"))
+_DTYPE_LIST = ", ".join(f"`{d}`" for d in DTYPE_BITS)
+LOAD = Consequence.LOAD_ERROR
+HYGIENE = Consequence.HYGIENE
+
+
+@dataclass
+class ShardRead:
+    info: ShardInfo
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    issues: list[Finding] = field(default_factory=list)
+    fatal: bool = False  # the header could not be parsed at all: no tensors
+    refused: bool = False  # safetensors would refuse to open this file
+    lfs: dict[str, Any] | None = None  # Git LFS pointer: {"oid":..., "size":...}
+    unreadable: str | None = None  # why the file could not be read at all
+    metadata: dict[str, str] | None = None
+
+
+class _NegZero(int):
+    """``-0`` in the JSON: Python reads int 0, serde reads the float -0.0 (a type error)."""
+
+
+def _parse_int(s: str) -> int:
+    return _NegZero(0) if s == "-0" else int(s)
+
+
+def _reject_constant(s: str) -> Any:
+    raise ValueError(f"{s} is not valid JSON")
+
+
+def _jtype(v: Any) -> str:
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, int):
+        return "integer"
+    if isinstance(v, float):
+        return "number"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, list):
+        return "array"
+    return "object"
+
+
+def _short(v: Any, limit: int = 60) -> str:
+    try:
+        s = json.dumps(v, ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        s = repr(v)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _read_exact(f: Any, n: int) -> bytes:
+    chunks = []
+    left = n
+    while left > 0:
+        b = f.read(left)
+        if not b:
+            break
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks) if len(chunks) != 1 else chunks[0]
+
+
+def parse_lfs_pointer(data: bytes) -> dict[str, Any] | None:
+    """Return ``{"oid": ..., "size": ...}`` if ``data`` is a Git LFS pointer file, else None."""
+    if not data.startswith(LFS_MAGIC):
+        return None
+    out: dict[str, Any] = {}
+    for line in data.decode("utf-8", "replace").splitlines()[1:]:
+        key, _, value = line.partition(" ")
+        if key == "oid":
+            out["oid"] = value.strip()
+        elif key == "size" and value.strip().isdigit():
+            out["size"] = int(value.strip())
+    return out
+
+
+def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRead:
+    """Read the header of the safetensors file at ``path`` (``rel``: name for messages)."""
+    try:
+        if st is None:
+            st = os.stat(path)
+    except OSError as e:
+        why = "is a broken symlink" if os.path.islink(path) else f"cannot be read ({e.strerror})"
+        return _unreadable(rel, why, C.ST_NOT_FOUND.format(path=rel))
+    if stat_mod.S_ISDIR(st.st_mode):
+        return _unreadable(rel, "is a directory, not a file", C.ST_IS_DIR)
+    if not stat_mod.S_ISREG(st.st_mode):
+        return _unreadable(rel, "is not a regular file", None)
+    size = st.st_size
+    info = ShardInfo(file=rel, size=size)
+    res = ShardRead(info=info)
+    try:
+        with open(path, "rb", buffering=0) as f:
+            head = _read_exact(f, 8)
+            info.bytes_read = len(head)
+            if len(head) < 8:
+                res.fatal = res.refused = True
+                what = "is empty (0 bytes)" if not head else f"is only {len(head)} bytes long"
+                res.issues.append(_f(C.SF_TOO_SMALL, rel, f"{what}; a safetensors file starts with an 8-byte header length",
+                                     C.ST_TOO_SMALL, hint="re-download or re-export this file"))
+                return res
+            if head == LFS_MAGIC[:8]:
+                rest = f.read(LFS_READ - 8)
+                info.bytes_read += len(rest)
+                lfs = parse_lfs_pointer(head + rest)
+                if lfs is not None:
+                    res.lfs = lfs
+                    res.fatal = res.refused = True
+                    return res
+            n = int.from_bytes(head, "little")
+            if n > MAX_HEADER:
+                res.fatal = res.refused = True
+                res.issues.append(_f(C.SF_HEADER_TOO_LARGE, rel,
+                                     f"header length field claims {n:,} bytes, over the 100,000,000-byte limit "
+                                     "(not a safetensors file, or a corrupted one)", C.ST_TOO_LARGE,
+                                     data={"header_len": n}, hint="re-download or re-export this file"))
+                return res
+            if 8 + n > size:
+                res.fatal = res.refused = True
+                info.header_len = n
+                res.issues.append(_f(C.SF_HEADER_LENGTH, rel,
+                                     f"header length field claims {n:,} bytes but the file has only {size:,} bytes "
+                                     "(truncated inside the header)", C.ST_HEADER_LENGTH,
+                                     data={"header_len": n, "size": size}, hint="re-download or re-export this file"))
+                return res
+            info.header_len = n
+            raw = _read_exact(f, n)
+            info.bytes_read += len(raw)
+    except OSError as e:
+        return _unreadable(rel, f"cannot be read ({e.strerror or e})", str(e))
+    if len(raw) < n:  # the file shrank while we read it
+        res.fatal = res.refused = True
+        res.issues.append(_f(C.SF_HEADER_LENGTH, rel, f"file ended after {len(raw):,} of {n:,} header bytes",
+                             C.ST_HEADER_LENGTH))
+        return res
+    _parse_and_validate(raw, n, size, rel, res)
+    return res
+
+
+def _unreadable(rel: str, why: str, error_text: str | None) -> ShardRead:
+    res = ShardRead(info=ShardInfo(file=rel, size=0), fatal=True, refused=True, unreadable=why)
+    res.issues.append(_f(C.SF_UNREADABLE, rel, why, error_text,
+                         hint="replace it with the real safetensors file (re-download or re-export)"))
+    return res
+
+
+def _f(code: str, rel: str, what: str, error_text: str | None, *, consequence: Consequence = LOAD,
+       tensors: list[str] | None = None, hint: str | None = None, data: dict[str, Any] | None = None) -> Finding:
+    d = dict(data or {})
+    if error_text and error_text.startswith(C.ST):
+        variant = "InvalidOffset" if error_text.startswith(C.ST + "invalid offset") else None
+        for k, v in C.VARIANT.items():
+            if error_text.startswith(k):
+                variant = v
+                break
+        if variant:
+            d.setdefault("safetensors_error", variant)
+    return Finding(code=code, consequence=consequence, message=f"{rel}: {what}", file=rel,
+                   tensors=list(tensors or []), hint=hint, error_text=error_text, data=d)
+
+
+def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead) -> None:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        res.fatal = res.refused = True
+        res.issues.append(_f(C.SF_NOT_UTF8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
+                             f"{C.ST_UTF8}: invalid utf-8 sequence of {e.end - e.start} bytes from index {e.start}",
+                             data={"position": e.start}, hint="re-export this file"))
+        return
+    obj, err = _loads(text)
+    if err is not None:
+        res.fatal = res.refused = True
+        res.issues.append(_f(C.SF_INVALID_JSON, rel, f"header is not valid JSON: {err}", f"{C.ST_JSON}: {err}",
+                             hint="re-export this file"))
+        return
+    if type(obj) is not dict:
+        res.fatal = res.refused = True
+        what = f"header is a JSON {_jtype(obj)}, not an object"
+        res.issues.append(_f(C.SF_INVALID_JSON, rel, what, f"{C.ST_JSON}: invalid type: {_jtype(obj)}",
+                             hint="re-export this file"))
+        return
+    slow = "\\u" in text or "-0" in text
+    v = _Validator(obj, n, size, rel)
+    v.run()
+    if not slow and text.count(":") > v.keys_total:
+        slow = True  # more key/value separators than keys we saw: maybe duplicate keys
+    if slow:
+        # Re-parse with hooks that see what Python's json hides: duplicate keys, lone
+        # surrogates, and "-0" (which serde reads as a float).
+        dups: list[tuple[Any, list[str]]] = []
+
+        def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+            d = dict(pairs)
+            if len(d) != len(pairs):
+                seen: set[str] = set()
+                names = []
+                for k, _ in pairs:
+                    if k in seen and k not in names:
+                        names.append(k)
+                    seen.add(k)
+                dups.append((d, names))
+            return d
+
+        try:
+            obj2 = json.loads(text, object_pairs_hook=hook, parse_int=_parse_int, parse_constant=_reject_constant)
+        except (ValueError, RecursionError):  # pragma: no cover - the first parse succeeded
+            obj2 = obj
+        bad = _lone_surrogate(obj2) if "\\u" in text else None
+        if bad is not None:
+            res.fatal = res.refused = True
+            res.issues.append(_f(C.SF_INVALID_JSON, rel,
+                                 f"header is not valid JSON: string {bad!r} contains an unpaired UTF-16 surrogate escape",
+                                 f"{C.ST_JSON}: unexpected end of hex escape", hint="re-export this file"))
+            return
+        v = _Validator(obj2, n, size, rel)
+        v.dups = {id(d): (d, names) for d, names in dups}
+        v.run()
+    v.finish(res)
+    if raw[:1] != b"{":
+        res.issues.append(_f(C.SF_SPEC_DEVIATION, rel,
+                             "header deviates from the safetensors format (the library tolerates it): "
+                             f"header starts with {raw[:1]!r}, not '{{' (leading whitespace)", None,
+                             consequence=HYGIENE, hint="re-export with the reference writer; older readers may be stricter"))
+
+
+def _loads(text: str) -> tuple[Any, str | None]:
+    try:
+        return json.loads(text, parse_constant=_reject_constant), None
+    except RecursionError:
+        return None, "nested too deeply"
+    except json.JSONDecodeError as e:
+        msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
+        return None, f"{msg} at line {e.lineno} column {e.colno}"
+    except ValueError as e:  # NaN/Infinity, integers with too many digits
+        return None, str(e).splitlines()[0]
+
+
+def _lone_surrogate(obj: Any) -> str | None:
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, dict):
+            for k, v in x.items():
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    return k.encode("utf-8", "backslashreplace").decode()
+                stack.append(v)
+        elif isinstance(x, list):
+            stack.extend(x)
+        elif isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError:
+                return x.encode("utf-8", "backslashreplace").decode()
+    return None
+
+
+class _Validator:
+    """One pass over the parsed header: entries, then the sorted offsets walk."""
+
+    def __init__(self, obj: dict[str, Any], n: int, size: int, rel: str) -> None:
+        self.obj = obj
+        self.n = n
+        self.size = size
+        self.rel = rel
+        self.keys_total = 0
+        self.dups: dict[int, tuple[Any, list[str]]] = {}
+        # code -> list of (tensor, problem)
+        self.problems: dict[str, list[tuple[str, str]]] = {}
+        self.recs: list[tuple[int, int, str, int]] = []  # (begin, end, name, expected bytes or -1)
+        self.tensors: dict[str, TensorInfo] = {}
+        self.metadata: dict[str, str] | None = None
+        self.overflow: list[str] = []
+        self.unplaced = 0  # entries whose data_offsets are unusable
+        self.sub_byte: list[tuple[str, str]] = []
+
+    def _bad(self, code: str, name: str, problem: str) -> None:
+        self.problems.setdefault(code, []).append((name, problem))
+
+    def run(self) -> None:
+        obj = self.obj
+        bits_map = DTYPE_BITS
+        entry_keys = _ENTRY_KEYS
+        recs = self.recs
+        tensors = self.tensors
+        rel = self.rel
+        keys_total = len(obj)
+        bad = self._bad
+        TI = TensorInfo
+        prod = math.prod
+        for name, e in obj.items():
+            if name == "__metadata__":
+                self._metadata(e)
+                continue
+            if type(e) is not dict:
+                bad(C.SF_BAD_ENTRY, name, f"entry is a JSON {_jtype(e)}, not an object")
+                self.unplaced += 1
+                continue
+            keys_total += len(e)
+            ok = True
+            if len(e) != 3 or e.keys() != entry_keys:
+                missing = [k for k in ("dtype", "shape", "data_offsets") if k not in e]
+                if missing:
+                    bad(C.SF_BAD_ENTRY, name, f"entry has no {', '.join(missing)}")
+                    ok = False
+                extra = [k for k in e if k not in entry_keys]
+                if extra:
+                    bad(C.SF_SPEC_DEVIATION, name, f"entry has extra key(s) {', '.join(map(repr, extra))}")
+            dt = e.get("dtype")
+            bits = bits_map.get(dt) if type(dt) is str else None
+            if bits is None and "dtype" in e:
+                if type(dt) is str:
+                    bad(C.SF_UNKNOWN_DTYPE, name, dt)
+                else:
+                    bad(C.SF_BAD_ENTRY, name, f"dtype is a JSON {_jtype(dt)}, not a string")
+                ok = False
+            sh = e.get("shape")
+            if type(sh) is list:
+                for d in sh:
+                    if type(d) is not int or d < 0 or d > U64_MAX:
+                        ok = False
+                        why = " (-0 is read as a float)" if isinstance(d, _NegZero) else ""
+                        bad(C.SF_BAD_ENTRY, name, f"shape {_short(sh)} is not a list of non-negative 64-bit integers{why}")
+                        break
+                    if d > MAX_48:
+                        bad(C.SF_SPEC_DEVIATION, name, f"dimension {d} exceeds the format's 48-bit limit")
+            elif "shape" in e:
+                ok = False
+                bad(C.SF_BAD_ENTRY, name, f"shape is a JSON {_jtype(sh)}, not an array")
+            off = e.get("data_offsets")
+            if type(off) is list and len(off) == 2:
+                b, end = off
+                if type(b) is int and type(end) is int and 0 <= b <= U64_MAX and 0 <= end <= U64_MAX:
+                    if end > MAX_48:
+                        bad(C.SF_SPEC_DEVIATION, name, f"data offset {end} exceeds the format's 48-bit limit")
+                else:
+                    b = -1
+                    why = " (-0 is read as a float)" if isinstance(b, _NegZero) or isinstance(end, _NegZero) else ""
+                    bad(C.SF_BAD_ENTRY, name, f"data_offsets {_short(off)} is not two non-negative 64-bit integers{why}")
+            else:
+                b = -1
+                end = 0
+                if "data_offsets" in e:
+                    bad(C.SF_BAD_ENTRY, name, f"data_offsets {_short(off)} is not a [begin, end] pair")
+            if b < 0:
+                self.unplaced += 1
+                continue
+            if not ok:
+                recs.append((b, end, name, -1))
+                continue
+            numel = prod(sh)
+            if numel > U64_MAX or (numel == 0 and len(sh) > 2 and _mul_overflows(sh)):
+                self.overflow.append(name)
+                recs.append((b, end, name, -1))
+            else:
+                nbits = numel * bits
+                if nbits > U64_MAX:
+                    self.overflow.append(name)
+                    recs.append((b, end, name, -1))
+                elif nbits & 7:
+                    self.sub_byte.append((name, f"{dt} {sh}: {numel} elements x {bits} bits = {nbits} bits"))
+                    recs.append((b, end, name, -1))
+                else:
+                    recs.append((b, end, name, nbits >> 3))
+            tensors[name] = TI(name, dt, tuple(sh), rel)
+        self.keys_total = keys_total
+
+    def _metadata(self, m: Any) -> None:
+        if m is None:
+            return
+        if type(m) is not dict:
+            self._bad(C.SF_BAD_METADATA, "__metadata__", f"__metadata__ is a JSON {_jtype(m)}, not an object")
+            return
+        self.keys_total += len(m)
+        nonstr = [k for k, v in m.items() if type(v) is not str]
+        if nonstr:
+            k = nonstr[0]
+            self._bad(C.SF_BAD_METADATA, "__metadata__",
+                      f"__metadata__ value for {k!r} is a JSON {_jtype(m[k])}, not a string"
+                      + (f" (and {len(nonstr) - 1} more)" if len(nonstr) > 1 else ""))
+        else:
+            self.metadata = m
+
+    def finish(self, res: ShardRead) -> None:
+        rel = self.rel
+        info = res.info
+        out = res.issues
+        problems = self.problems
+        # duplicate keys (slow path only)
+        top_dups: list[str] = []
+        meta_dups: list[str] = []
+        for d, names in self.dups.values():
+            if d is self.obj:
+                for k in names:
+                    if k == "__metadata__":
+                        self._bad(C.SF_BAD_METADATA, "__metadata__", "__metadata__ appears twice")
+                    else:
+                        top_dups.append(k)
+            elif d is self.obj.get("__metadata__"):
+                meta_dups.extend(names)
+            else:
+                for name, e in self.obj.items():
+                    if e is d:
+                        self._bad(C.SF_BAD_ENTRY, name, f"entry has duplicate field(s) {', '.join(names)}")
+                        break
+        # offsets walk
+        recs = self.recs
+        recs.sort()
+        prev = 0
+        data_bytes = 0
+        first = True
+        for b, end, name, expected in recs:
+            if end < b:
+                self._bad(C.SF_BAD_OFFSETS, name, f"data_offsets [{b}, {end}] end before they begin")
+            elif b != prev:
+                if first:
+                    what = f"first tensor starts at byte {b} of the data buffer, not 0"
+                elif b > prev:
+                    what = f"gap of {b - prev} bytes before it (begins at {b}, previous tensor ends at {prev})"
+                else:
+                    what = f"overlaps the previous tensor (begins at {b}, previous tensor ends at {prev})"
+                self._bad(C.SF_BAD_OFFSETS, name, what)
+            first = False
+            if end >= b:
+                data_bytes += end - b
+                if expected >= 0 and end - b != expected:
+                    self._bad(C.SF_SIZE_MISMATCH, name,
+                              f"data_offsets span {end - b} bytes but dtype and shape need {expected}")
+            if end > prev:
+                prev = end
+        for name in self.overflow:
+            self._bad(C.SF_SIZE_OVERFLOW, name, "element count x dtype bits overflows 64 bits")
+        for name, why in self.sub_byte:
+            self._bad(C.SF_SUB_BYTE, name, f"{why}, not a whole number of bytes")
+        info.data_bytes = data_bytes
+        info.n_tensors = len(self.tensors)
+        res.tensors = self.tensors
+        res.metadata = self.metadata
+        layout_bad = any(c in problems for c in (C.SF_BAD_OFFSETS, C.SF_SIZE_MISMATCH, C.SF_SIZE_OVERFLOW, C.SF_SUB_BYTE))
+        # coverage of the file by the data buffer
+        file_end = 8 + self.n + prev
+        if file_end > self.size:
+            beyond = [name for b, end, name, _ in recs if 8 + self.n + end > self.size]
+            missing = file_end - self.size
+            out.append(_f(C.SF_TRUNCATED, rel,
+                          f"file is truncated: the header places tensor data up to byte {file_end:,} but the file has "
+                          f"{self.size:,} bytes ({missing:,} bytes missing, {len(beyond)} tensor(s) affected)",
+                          C.ST_INCOMPLETE, tensors=beyond,
+                          data={"expected_size": file_end, "size": self.size, "missing_bytes": missing},
+                          hint="the download or export was interrupted: fetch this file again"))
+            layout_bad = True
+        elif file_end < self.size and not self.unplaced:
+            extra = self.size - file_end
+            out.append(_f(C.SF_TRAILING, rel,
+                          f"{extra:,} trailing bytes after the last tensor's data (file has {self.size:,} bytes, "
+                          f"the header accounts for {file_end:,})", C.ST_INCOMPLETE,
+                          data={"expected_size": file_end, "size": self.size, "trailing_bytes": extra},
+                          hint="re-export the file; safetensors refuses data it cannot account for"))
+            layout_bad = True
+        for code, items in sorted(problems.items()):
+            out.append(self._grouped(code, items))
+        if top_dups:
+            cons = LOAD if layout_bad else HYGIENE
+            effect = ("safetensors keeps the later entry, and the layout left is invalid (see the other findings)"
+                      if layout_bad else "safetensors silently keeps the later entry")
+            out.append(_f(C.SF_DUPLICATE_KEY, rel,
+                          f"header defines tensor {top_dups[0]!r}"
+                          + (f" and {len(top_dups) - 1} more" if len(top_dups) > 1 else "")
+                          + f" more than once; {effect}",
+                          C.ST_INCOMPLETE if layout_bad else None, consequence=cons, tensors=top_dups,
+                          hint="re-export the file so every tensor name appears once"))
+        if meta_dups:
+            out.append(_f(C.SF_DUPLICATE_KEY, rel,
+                          f"__metadata__ defines key {meta_dups[0]!r} more than once; the later value is kept",
+                          None, consequence=HYGIENE, data={"metadata_keys": meta_dups}))
+        res.refused = any(f.consequence is LOAD for f in out)
+
+    def _grouped(self, code: str, items: list[tuple[str, str]]) -> Finding:
+        rel = self.rel
+        name, problem = items[0]
+        more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+        subject = "" if name == "__metadata__" else f"tensor {name!r}: "
+        tensors = [t for t, _ in items if t != "__metadata__"]
+        data = {"problems": [{"tensor": t, "problem": p} for t, p in items[:50]], "count": len(items)}
+        cons = LOAD
+        hint = "re-export this file with a current safetensors writer"
+        if code == C.SF_UNKNOWN_DTYPE:
+            err = f"{C.ST_JSON}: unknown variant `{problem}`, expected one of {_DTYPE_LIST}"
+            what = f"{subject}unknown dtype {problem!r}, not a safetensors dtype code"
+            data["problems"] = [{"tensor": t, "problem": f"unknown dtype {p!r}"} for t, p in items[:50]]
+            hint = "write a dtype code safetensors knows (F8_E4M3, not F8_E4M3FN; upper case)"
+        elif code == C.SF_BAD_ENTRY:
+            err = C.ST_JSON
+            what = f"invalid tensor entry: {subject}{problem}"
+        elif code == C.SF_BAD_METADATA:
+            err = C.ST_JSON
+            what = f"invalid header metadata: {problem}"
+            hint = "__metadata__ must map strings to strings (e.g. {\"format\": \"pt\"})"
+        elif code == C.SF_BAD_OFFSETS:
+            err = C.ST_OFFSET.format(name=name)
+            what = f"invalid data_offsets: {subject}{problem}"
+        elif code == C.SF_SIZE_MISMATCH:
+            err = C.ST_INFO
+            what = f"tensor size does not match dtype and shape: {subject}{problem}"
+        elif code == C.SF_SIZE_OVERFLOW:
+            err = C.ST_OVERFLOW
+            what = f"tensor size overflows: {subject}{problem}"
+        elif code == C.SF_SUB_BYTE:
+            err = C.ST_MISALIGNED
+            what = f"sub-byte tensor does not fill whole bytes: {subject}{problem}"
+        elif code == C.SF_SPEC_DEVIATION:
+            err = None
+            cons = HYGIENE
+            what = f"header deviates from the safetensors format (the library tolerates it): {subject}{problem}"
+            hint = "re-export with the reference writer; other readers may be stricter"
+        else:  # pragma: no cover - every code above
+            err = None
+            what = f"{subject}{problem}"
+        return _f(code, rel, what + more, err, consequence=cons, tensors=tensors, hint=hint, data=data)
+
+
+def _mul_overflows(shape: list[int]) -> bool:
+    p = 1
+    for d in shape:
+        p *= d
+        if p > U64_MAX:
+            return True
+    return False
