@@ -121,7 +121,7 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
         return None, findings
     method = _method_name(qc)
     if method is None:
-        findings.append(_bad("CF312", "`quantization_config.quant_method` is missing or not a string",
+        findings.append(_bad("CF311", "`quantization_config.quant_method` is missing or not a string",
                              "config.json"))
         return None, findings
     try:
@@ -134,7 +134,7 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))
-        findings.append(_bad("CF313", f"`quantization_config.{loc}` is invalid for quant_method "
+        findings.append(_bad("CF311", f"`quantization_config.{loc}` is invalid for quant_method "
                              f"{method!r}: {err.get('msg')}", "config.json"))
         return None, findings
     return QuantConfig(method=method, method_key=method, source_file="config.json", raw=qc,
@@ -169,14 +169,14 @@ def _parse_modelopt_flat(qc: dict[str, Any], method: str) -> QuantConfig:
 def _parse_hf_quant_config(hq: dict[str, Any], findings: list[Finding]) -> tuple[QuantConfig | None, list[Finding]]:
     q = hq.get("quantization")
     if not isinstance(q, dict):
-        findings.append(_bad("CF314", "hf_quant_config.json has no `quantization` object", "hf_quant_config.json"))
+        findings.append(_bad("CF311", "hf_quant_config.json has no `quantization` object", "hf_quant_config.json"))
         return None, findings
     try:
         model = ModelOptNested.model_validate(q)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))
-        findings.append(_bad("CF313", f"`quantization.{loc}` in hf_quant_config.json is invalid: {err.get('msg')}",
+        findings.append(_bad("CF311", f"`quantization.{loc}` in hf_quant_config.json is invalid: {err.get('msg')}",
                              "hf_quant_config.json"))
         return None, findings
     key, scheme = _modelopt_key(model.quant_algo)

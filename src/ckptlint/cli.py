@@ -1,0 +1,240 @@
+"""Command line: ``ckptlint check | plan | targets | rules | rule``.
+
+Exit codes: 0 no finding at or above ``--fail-on``; 1 findings at or above it; 2 usage error or
+unusable input; 3 internal error (a bug: short message, traceback only with ``--debug``).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Annotated, Optional
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+class Platform(str, Enum):
+    cuda = "cuda"
+    rocm = "rocm"
+
+
+def _usage_error(message: str) -> None:
+    import typer
+
+    typer.echo(f"ckptlint: error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _targets(specs: list[str] | None):
+    from ckptlint.targets import TargetError, newest_targets, resolve
+
+    if not specs:
+        return newest_targets()
+    out, seen = [], set()
+    for spec in specs:
+        try:
+            for t in resolve(spec):
+                if t.id not in seen:
+                    seen.add(t.id)
+                    out.append(t)
+        except TargetError as exc:
+            _usage_error(str(exc))
+    return out
+
+
+def _build_app():
+    import typer
+
+    app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+                      add_completion=False,
+                      help="Predict whether a quantized LLM checkpoint will load (or load wrong) on a given "
+                           "SGLang or vLLM release, from config.json and safetensors headers alone.")
+
+    TargetOpt = Annotated[Optional[list[str]], typer.Option(
+        "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15) or FRAMEWORK for every verified "
+        "release; repeatable. Default: the newest verified release of each framework.")]
+    SpecOpt = Annotated[Optional[bool], typer.Option(
+        "--speculative/--no-speculative",
+        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
+    PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
+    TpOpt = Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
+
+    @app.command()
+    def check(
+        path: Annotated[str, typer.Argument(help="Checkpoint directory or .safetensors file.")],
+        target: TargetOpt = None,
+        format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+        fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")] = FailOn.error,
+        select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these rule codes or names.")] = None,
+        speculative: SpecOpt = None,
+        platform: PlatformOpt = None,
+        tp: TpOpt = 1,
+        output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    ) -> None:
+        """Check a checkpoint against one or more framework releases."""
+        from ckptlint.deployment import Deployment
+        from ckptlint.engine import check as run_check
+        from ckptlint.findings import Severity
+        from ckptlint.reader import NotACheckpoint
+        from ckptlint.rules import get_rule
+
+        targets = _targets(target)
+        selected = None
+        if select:
+            selected = set()
+            for s in select:
+                r = get_rule(s)
+                if r is None:
+                    _usage_error(f"unknown rule code or name {s!r} (see `ckptlint rules`)")
+                selected.add(r.code)
+        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        try:
+            report = run_check(path, targets, dep, selected)
+        except NotACheckpoint as exc:
+            _usage_error(str(exc))
+        if format is Format.json:
+            from ckptlint.render.json_out import render
+        else:
+            from ckptlint.render.text import render
+        text = render(report)
+        if output:
+            _write_atomic(output, text)
+        else:
+            sys.stdout.write(text)
+        threshold = Severity(fail_on.value).rank
+        failing = any(f.severity.rank >= threshold for f in report.findings)
+        raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+    @app.command()
+    def plan(
+        path: Annotated[str, typer.Argument(help="Checkpoint directory.")],
+        target: Annotated[str, typer.Option("--target", "-t", help="FRAMEWORK==VERSION")],
+        module: Annotated[Optional[str], typer.Option("--module", "-m", help="Only runtime modules containing this text.")] = None,
+        format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
+        speculative: SpecOpt = None,
+        platform: PlatformOpt = None,
+        tp: TpOpt = 1,
+    ) -> None:
+        """Show the per-module load plan of one target: runtime module, decision, reason, stored form."""
+        from ckptlint.deployment import Deployment
+        from ckptlint.reader import NotACheckpoint, load_checkpoint
+        from ckptlint.render.plan import render_plan
+        from ckptlint.simulate import simulate
+
+        targets = _targets([target])
+        if len(targets) != 1:
+            _usage_error("plan needs exactly one release: FRAMEWORK==VERSION")
+        try:
+            ckpt = load_checkpoint(path)
+        except NotACheckpoint as exc:
+            _usage_error(str(exc))
+        if ckpt.config is None:
+            _usage_error(f"{path}: no readable config.json, nothing to simulate")
+        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        p = simulate(ckpt, targets[0], dep)
+        sys.stdout.write(render_plan(p, module, json_out=format is Format.json))
+
+    @app.command()
+    def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
+        """List the verified framework releases (target data files)."""
+        import json
+
+        from ckptlint.targets import list_targets
+
+        ts = list_targets()
+        if format is Format.json:
+            sys.stdout.write(json.dumps([{"target": t.id, "extends": t.data.extends, "released": t.data.released,
+                                          "summary": t.data.summary,
+                                          "sources": [s.model_dump() for s in t.data.sources]} for t in ts],
+                                        indent=2) + "\n")
+            return
+        for t in ts:
+            first = t.data.summary.split(". ")[0].rstrip(".")
+            sys.stdout.write(f"{t.id:<16} {t.data.released or '':<11} {first}.\n")
+
+    @app.command()
+    def rules(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
+        """List every rule."""
+        import json
+
+        from ckptlint.rules import ALL_RULES
+
+        if format is Format.json:
+            sys.stdout.write(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary,
+                                          "scope": r.scope, "consequences": [c.value for c in r.consequences]}
+                                         for r in ALL_RULES], indent=2) + "\n")
+            return
+        for r in ALL_RULES:
+            sys.stdout.write(f"{r.code}  {r.name:<34} {r.summary}\n")
+
+    @app.command()
+    def rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. QD401.")]) -> None:
+        """Show a rule's documentation."""
+        from ckptlint.rules import get_rule
+
+        r = get_rule(code)
+        if r is None:
+            _usage_error(f"unknown rule {code!r} (see `ckptlint rules`)")
+        sys.stdout.write(f"# {r.name} ({r.code})\n\n{r.summary}.\n\n")
+        for title, body in r.doc_sections().items():
+            sys.stdout.write(f"## {title}\n{body}\n\n")
+
+    return app
+
+
+def _write_atomic(path: str, text: str) -> None:
+    import os
+    import tempfile
+
+    d = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".ckptlint-", dir=d)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--version"], ["-V"]):
+        from ckptlint import __version__
+
+        sys.stdout.write(f"ckptlint {__version__}\n")
+        raise SystemExit(EXIT_OK)
+    debug = "--debug" in args
+    if debug:
+        args = [a for a in args if a != "--debug"]
+    try:
+        app = _build_app()
+        app(args=args, prog_name="ckptlint", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        sys.stderr.write("ckptlint: interrupted\n")
+        raise SystemExit(130)
+    except Exception as exc:  # a bug: never a raw traceback unless asked for
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"ckptlint: internal error: {type(exc).__name__}: {exc}\n"
+                         "This is a bug in ckptlint; please report it with the command line "
+                         "(rerun with --debug for the traceback).\n")
+        raise SystemExit(EXIT_INTERNAL)

@@ -1,0 +1,84 @@
+"""The check pipeline: read once, simulate per target, run rules, sort."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptlint import __version__
+from ckptlint.checkpoint import Checkpoint
+from ckptlint.deployment import Deployment
+from ckptlint.findings import Finding, Severity
+from ckptlint.reader import load_checkpoint
+from ckptlint.rules import ALL_RULES
+from ckptlint.rules.base import RuleContext
+from ckptlint.simulate import Plan, simulate
+from ckptlint.targets import Target
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Report:
+    checkpoint: Checkpoint
+    targets: list[Target]
+    findings: list[Finding]
+    plans: dict[str, Plan] = field(default_factory=dict)
+    deployment: Deployment = field(default_factory=Deployment)
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, Any]:
+        sev = {s.value: 0 for s in Severity}
+        cons: dict[str, int] = {}
+        per_target: dict[str, dict[str, int]] = {}
+        for f in self.findings:
+            sev[f.severity.value] += 1
+            cons[f.consequence.value] = cons.get(f.consequence.value, 0) + 1
+            key = f.target or "(checkpoint)"
+            per_target.setdefault(key, {})
+            per_target[key][f.consequence.value] = per_target[key].get(f.consequence.value, 0) + 1
+        return {"total": len(self.findings), "by_severity": sev, "by_consequence": cons, "by_target": per_target}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "ckptlint_version": __version__,
+            "checkpoint": self.checkpoint.root,
+            "targets": [t.id for t in self.targets],
+            "resolved_targets": {t.id: t.resolved for t in self.targets},
+            "deployment": {"speculative": self.deployment.speculative, "platform": self.deployment.platform,
+                           "tp": self.deployment.tp, "gpu": self.deployment.gpu},
+            "findings": [f.to_json() for f in self.findings],
+            "summary": self.counts(),
+        }
+
+
+def check(path: str, targets: list[Target], deployment: Deployment | None = None,
+          selected: set[str] | None = None) -> Report:
+    deployment = deployment or Deployment()
+    t0 = time.perf_counter()
+    ckpt = load_checkpoint(path)
+    t1 = time.perf_counter()
+    rules = [r() for r in ALL_RULES if selected is None or r.code in selected]
+    findings: list[Finding] = []
+    ctx = RuleContext(checkpoint=ckpt, deployment=deployment)
+    for rule in rules:
+        if rule.scope == "checkpoint":
+            findings.extend(rule.check(ctx))
+    plans: dict[str, Plan] = {}
+    sim = 0.0
+    for target in targets:
+        s0 = time.perf_counter()
+        plan = simulate(ckpt, target, deployment) if ckpt.config is not None else None
+        sim += time.perf_counter() - s0
+        if plan is not None:
+            plans[target.id] = plan
+        tctx = RuleContext(checkpoint=ckpt, deployment=deployment, target=target, plan=plan)
+        for rule in rules:
+            if rule.scope == "target":
+                findings.extend(rule.check(tctx))
+    t2 = time.perf_counter()
+    findings.sort(key=Finding.sort_key)
+    return Report(ckpt, targets, findings, plans, deployment,
+                  {"read": t1 - t0, "simulate": sim, "rules": t2 - t1 - sim})

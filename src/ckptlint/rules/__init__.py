@@ -1,0 +1,30 @@
+"""The rule registry: every rule, explicitly, sorted by code."""
+
+from __future__ import annotations
+
+from ckptlint.rules.base import Rule
+from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
+from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquantized
+from ckptlint.rules.mtp_weights_missing import MtpWeightsMissing
+from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
+from ckptlint.rules.quantization_mismatch import QuantizationMismatch
+from ckptlint.rules.target_support import TargetNotVerified, TargetUnsupported
+
+try:  # container rules (reader findings)
+    from ckptlint.rules.container import CONTAINER_RULES
+except ImportError:  # pragma: no cover - during bring-up only
+    CONTAINER_RULES = ()
+
+ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
+    (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
+     TargetUnsupported, TargetNotVerified, MtpWeightsMissing, MtpQuantizedDraftUnquantized),
+    key=lambda r: r.code,
+))
+
+
+def get_rule(code_or_name: str) -> type[Rule] | None:
+    key = code_or_name.strip()
+    for r in ALL_RULES:
+        if r.code == key.upper() or r.name == key.lower():
+            return r
+    return None

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from ckptlint.findings import Consequence, Finding
+from ckptlint.rules.base import Rule, RuleContext
+
+
+class FusedShardsDisagree(Rule):
+    """
+    ## What it does
+    Flags a fused runtime module (`qkv_proj`, `gate_up_proj`, `fused_qkv_a_proj_with_mqa`, …)
+    whose checkpoint shards the selected release's skip list treats differently: some excluded,
+    some not.
+
+    ## Why is this bad?
+    A fused module is built with one quantization method. When some of its shards are in the
+    skip list and others are not, SGLang and vLLM refuse to build the model ("Found different
+    quantization schemes …", "Detected some but not all shards … are quantized").
+
+    ## Example
+    `exclude = ["model.layers.0.self_attn.q_a_proj"]` without
+    `model.layers.0.self_attn.kv_a_proj_with_mqa`: both fuse into
+    `fused_qkv_a_proj_with_mqa`.
+
+    ## How to fix
+    List every shard of the fused module in the skip list, or none of them (and store all of
+    them in the same format).
+    """
+
+    code = "QD402"
+    name = "fused-shards-disagree"
+    summary = "Shards of a fused module are partly excluded from quantization"
+    consequences = (Consequence.LOAD_ERROR,)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        plan = ctx.plan
+        if plan is None or not plan.simulated:
+            return
+        for rm in plan.modules.values():
+            d = rm.decision
+            if d is None or not d.error and not d.reason.startswith("fused shards disagree"):
+                continue
+            cons = Consequence(d.error_consequence or "load-error")
+            yield self.finding(
+                ctx, cons, f"`{rm.name}` ({rm.role} {rm.loader or rm.kind}): {d.reason}; "
+                f"{plan.target.resolved} refuses to build a fused module whose shards disagree",
+                module=rm.name, tensors=rm.tensors, error_text=d.error,
+                hint=f"list every shard of `{rm.name}` in the skip list, or none of them",
+                assumptions=list(plan.assumptions) if rm.role == "draft" else [])

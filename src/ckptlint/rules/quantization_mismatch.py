@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from ckptlint.findings import Consequence, Finding
+from ckptlint.predict import predict, runtime_float_dtype, suggested_entries
+from ckptlint.rules.base import Rule, RuleContext
+
+
+class QuantizationMismatch(Rule):
+    """
+    ## What it does
+    Simulates, for the selected framework release, which runtime module every checkpoint tensor
+    is loaded into and whether that module is built quantized (using that release's own skip-list
+    matching for the quant method), and flags every module whose stored form disagrees: an
+    unquantized (BF16/F16/F32, no scales) weight loaded into a quantized module, or a quantized
+    weight loaded into an unquantized one.
+
+    ## Why is this bad?
+    Frameworks decide quantization per module from `quantization_config` when they build the
+    model, before reading any tensor. A BF16 weight in a 4-bit slot fails with a shape mismatch
+    after minutes of loading; a BF16 weight in a same-shape FP8 slot, or an FP8 weight in a BF16
+    slot whose scale is skipped, loads silently and produces garbage. The classic case: Quark
+    lists a kept-in-BF16 MTP layer in `exclude` under its checkpoint names `model.layers.78.*`,
+    while SGLang's NextN draft queries `model.decoder.*` and `model.eh_proj`.
+
+    ## Example
+    GLM-5.2 Quark MXFP4, `exclude` lists `model.layers.78.mlp.experts.0.gate_proj` …
+    `model.layers.78.eh_proj`; SGLang 0.5.15 builds the draft's `model.decoder.mlp.experts` and
+    `model.eh_proj` MXFP4 and fails with `The size of tensor a (3072) must match the size of
+    tensor b (6144)`.
+
+    ## How to fix
+    Add the runtime names the finding lists to the skip list (keep the checkpoint names for the
+    frameworks that use them), or store the module in the format the framework expects;
+    `ckptlint plan` shows the decision and the entry that matched or failed to match.
+    """
+
+    code = "QD401"
+    name = "quantization-mismatch"
+    summary = "A module is built quantized but stored unquantized, or the reverse"
+    consequences = (Consequence.LOAD_ERROR, Consequence.SILENT_CORRUPTION)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        plan = ctx.plan
+        if plan is None or not plan.simulated or plan.quant is None or plan.method is None:
+            return
+        fdt = runtime_float_dtype(ctx.checkpoint.config)
+        raw_key, raw_entries = plan.quant.exclude_list(
+            plan.method.exclude_keys_hf_quant_config if plan.quant.source_file == "hf_quant_config.json"
+            and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)
+        raw_set = set(raw_entries)
+        for rm in plan.modules.values():
+            d = rm.decision
+            if d is None or d.forced_draft or d.error or rm.role == "extra":
+                continue
+            mismatches = [m for m in (predict(plan, rm, s, fdt) for s in rm.shards) if m is not None]
+            if not mismatches:
+                continue
+            first = mismatches[0]
+            worst = Consequence.LOAD_ERROR if any(m.consequence is Consequence.LOAD_ERROR for m in mismatches) \
+                else first.consequence
+            tensors = [t.name for m in mismatches for t in m.shard.tensors]
+            where = f"{rm.role} {rm.loader or rm.kind}".strip()
+            key = plan.exclude_key or (plan.method.exclude_keys[0] if plan.method.exclude_keys else "exclude")
+            if first.direction == "unquantized-into-quantized":
+                ckpt_named = sorted({m.shard.ckpt_module for m in mismatches} & raw_set)
+                why = f"no `{key}` entry matches `{rm.name}` under {plan.method.match} matching"
+                if ckpt_named:
+                    why += (f"; the checkpoint-named entr{'y' if len(ckpt_named) == 1 else 'ies'} "
+                            f"`{ckpt_named[0]}`{' …' if len(ckpt_named) > 1 else ''} do{'es' if len(ckpt_named) == 1 else ''} "
+                            "not match the runtime name")
+                msg = (f"`{rm.name}` ({where}) is built {d.scheme.name if d.scheme else 'quantized'} but the "
+                       f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
+                       f"{f', {len(mismatches)} shards' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
+                adds = suggested_entries(plan, rm)
+                hint = (f"add {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
+                        + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
+                data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
+                        "failed_entries": ckpt_named[:50], "suggested_entries": adds}
+            else:
+                msg = (f"`{rm.name}` ({where}) is built unquantized ({d.reason}) but the checkpoint stores it "
+                       f"quantized ({first.shard.stored.describe()}"
+                       f"{f', {len(mismatches)} shards' if len(mismatches) > 1 else ''}); {first.detail}")
+                hint = (f"remove `{d.entry}` from `quantization_config.{key}`, or store `{rm.name}` unquantized"
+                        if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
+                data = {"direction": first.direction, "matched_entry": d.entry}
+            yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
+                               file=next(iter({t.file for t in first.shard.tensors}), None),
+                               hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
+                               data=data)

@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from ckptlint.findings import Consequence, Finding, Severity
+from ckptlint.rules.base import Rule, RuleContext
+
+
+class TargetUnsupported(Rule):
+    """
+    ## What it does
+    Reports, once per target, that the selected framework release has no model class for the
+    checkpoint's architecture or does not support its quantization method at all, so no
+    per-module simulation was made.
+
+    ## Why is this bad?
+    The server refuses to start ("Model architectures [...] are not supported", "Unknown
+    quantization method"), whatever the tensors hold.
+
+    ## Example
+    `--target vllm==0.33.0` on a checkpoint with `quant_method: "bitsandbytes"` (removed from
+    vLLM's quantization registry).
+
+    ## How to fix
+    Serve the checkpoint with a framework release that supports the architecture and method, or
+    re-export it in a supported format.
+    """
+
+    code = "TG601"
+    name = "target-unsupported"
+    summary = "The target release cannot load this architecture or quant method at all"
+    consequences = (Consequence.LOAD_ERROR,)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        plan = ctx.plan
+        if plan is None or plan.unsupported is None or ctx.checkpoint.config is None:
+            return
+        yield self.finding(ctx, Consequence.LOAD_ERROR, plan.unsupported, file="config.json",
+                           hint="pick a target that supports it (`ckptlint targets`)")
+
+
+class TargetNotVerified(Rule):
+    """
+    ## What it does
+    Says when the requested framework version is not one whose source ckptlint's target data
+    was transcribed from: a version between two verified releases is checked with the older one
+    (info); a version newer than every verified release is checked with the newest (warning).
+
+    ## Why is this bad?
+    Behaviour that changed in an unverified release is not reflected in the prediction.
+
+    ## Example
+    `--target sglang==0.5.17` is checked with the rules of `sglang==0.5.16`.
+
+    ## How to fix
+    Nothing to fix in the checkpoint; `ckptlint targets` lists the verified releases.
+    """
+
+    code = "TG602"
+    name = "target-not-verified"
+    summary = "The requested release is checked with the rules of a nearby verified release"
+    consequences = (Consequence.HYGIENE,)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        t = ctx.target
+        if t is None or not t.note:
+            return
+        sev = Severity.WARNING if t.note_level == "warning" else Severity.INFO
+        yield self.finding(ctx, Consequence.HYGIENE, t.note, severity=sev,
+                           data={"resolved": t.resolved})
