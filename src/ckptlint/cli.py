@@ -4,7 +4,7 @@ Exit codes: 0 no finding at or above ``--fail-on``; 1 findings at or above it; 2
 unusable input; 3 internal error (a bug: short message, traceback only with ``--debug``).
 """
 
-from __future__ import annotations
+
 
 import sys
 from enum import Enum

@@ -41,9 +41,8 @@ class Stored:
         if self.weight is None:
             return "no weight"
         w = self.weight
-        kind = "quantized" if self.quantized else "unquantized"
         extra = f" + {', '.join(self.scales)}" if self.scales else ""
-        return f"{kind} ({w.dtype} {list(w.shape)}{extra})"
+        return f"{w.dtype} {list(w.shape)}{extra}"
 
 
 @dataclass

@@ -15,7 +15,9 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
             continue
         d = rm.decision
         decision = ("quantized " + (d.scheme.name if d.scheme else "")) if d and d.quantized else "unquantized" if d else "-"
-        stored = rm.shards[0].stored.describe() if rm.shards else "-"
+        st = rm.shards[0].stored if rm.shards else None
+        stored = ("-" if st is None or st.quantized is None else
+                  ("quantized " if st.quantized else "unquantized ") + st.describe())
         if len(rm.shards) > 1:
             n_q = sum(1 for s in rm.shards if s.stored.quantized)
             stored += f" ({len(rm.shards)} shards, {n_q} quantized)"

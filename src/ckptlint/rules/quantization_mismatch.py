@@ -72,7 +72,7 @@ class QuantizationMismatch(Rule):
                             "not match the runtime name")
                 msg = (f"`{rm.name}` ({where}) is built {d.scheme.name if d.scheme else 'quantized'} but the "
                        f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
-                       f"{f', {len(mismatches)} shards' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
+                       f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
                 adds = suggested_entries(plan, rm)
                 hint = (f"add {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
                         + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
@@ -81,7 +81,7 @@ class QuantizationMismatch(Rule):
             else:
                 msg = (f"`{rm.name}` ({where}) is built unquantized ({d.reason}) but the checkpoint stores it "
                        f"quantized ({first.shard.stored.describe()}"
-                       f"{f', {len(mismatches)} shards' if len(mismatches) > 1 else ''}); {first.detail}")
+                       f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}); {first.detail}")
                 hint = (f"remove `{d.entry}` from `quantization_config.{key}`, or store `{rm.name}` unquantized"
                         if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
                 data = {"direction": first.direction, "matched_entry": d.entry}

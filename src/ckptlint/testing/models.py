@@ -28,18 +28,18 @@ class MoeDims:
     n_routed_experts: int = 4
     n_shared_experts: int = 1
     moe_intermediate: int = 32
-    intermediate: int = 128
+    intermediate: int = 64
     first_k_dense_replace: int = 3
-    q_lora_rank: int | None = 64
-    kv_lora_rank: int = 32
-    heads: int = 2
-    qk_nope: int = 32
-    qk_rope: int = 32
-    v_head: int = 32
-    vocab: int = 256
+    q_lora_rank: int | None = 32
+    kv_lora_rank: int = 16
+    heads: int = 1
+    qk_nope: int = 16
+    qk_rope: int = 16
+    v_head: int = 16
+    vocab: int = 64
     indexer: bool = True  # DSA indexer (GLM-5 / DeepSeek-V3.2)
-    index_heads: int = 2
-    index_head_dim: int = 64
+    index_heads: int = 1
+    index_head_dim: int = 32
 
     def config(self) -> dict[str, Any]:
         cfg: dict[str, Any] = {

@@ -1,0 +1,36 @@
+"""Shared helpers for the simulation/rule tests: build a synthetic checkpoint and check it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ckptlint.deployment import Deployment
+from ckptlint.engine import Report, check
+from ckptlint.targets import list_targets, resolve
+from ckptlint.testing.builder import write_checkpoint
+from ckptlint.testing.models import Spec
+
+
+def build(tmp_path: Path, spec: Spec, name: str = "ckpt", shards: int = 2, sparse: bool = True) -> Path:
+    out = tmp_path / name
+    out.mkdir(parents=True, exist_ok=True)
+    write_checkpoint(out, config=spec.config, tensors=spec.tensors, shards=shards,
+                     hf_quant_config=spec.hf_quant_config, sparse=sparse)
+    return out
+
+
+def run(path: Path, *targets: str, **deployment) -> Report:
+    ts = [t for spec in targets for t in resolve(spec)] if targets else list_targets()
+    return check(str(path), ts, Deployment(**deployment))
+
+
+def by_target(report: Report, code: str | None = None) -> dict[str, list[tuple[str, str, str | None]]]:
+    out: dict[str, list] = {t.id: [] for t in report.targets}
+    for f in report.findings:
+        if f.target is not None and (code is None or f.code == code):
+            out[f.target].append((f.code, f.consequence.value, f.module))
+    return out
+
+
+def errors(report: Report, target: str) -> list:
+    return [f for f in report.findings if f.target == target and f.severity.value == "error"]

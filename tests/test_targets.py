@@ -1,0 +1,84 @@
+"""Target data files load strictly, cite their sources, and resolve versions as DECISIONS.md says."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from ckptlint.targets import (FRAMEWORKS, TargetError, _merged, known_versions, load_target_data,
+                              raw_files, resolve)
+from ckptlint.targets.schema import TargetData
+
+ALL = [(fw, v) for fw in FRAMEWORKS for v in known_versions(fw)]
+
+
+@pytest.mark.parametrize("fw,version", ALL, ids=[f"{fw}=={v}" for fw, v in ALL])
+def test_every_file_loads_strictly_and_cites_sources(fw, version):
+    raw = raw_files(fw)[version]
+    assert raw["framework"] == fw and raw["version"] == version
+    # Each file cites what it transcribes, itself (not inherited).
+    assert raw.get("sources"), f"{fw} {version} cites no upstream source"
+    for src in raw["sources"]:
+        assert src["file"].startswith(("sglang/", "vllm/")) and src["what"].strip()
+    data = load_target_data(fw, version)
+    assert data.summary.strip()
+    if raw.get("extends"):
+        assert raw["extends"] in raw_files(fw)
+
+
+def test_unknown_keys_in_target_data_fail_loudly():
+    merged = dict(_merged("sglang", known_versions("sglang")[0]))
+    merged["methods"] = {**merged["methods"], "quark": {**merged["methods"]["quark"], "matchh": "exact"}}
+    with pytest.raises(ValidationError):
+        TargetData.model_validate(merged)
+
+
+def test_required_targets_exist():
+    assert {"0.5.15", "0.5.23"} <= set(known_versions("sglang"))
+    assert "0.33.0" in known_versions("vllm")
+
+
+def test_exact_release():
+    (t,) = resolve("sglang==0.5.15")
+    assert t.id == t.resolved == "sglang==0.5.15" and t.note is None
+
+
+def test_between_releases_resolves_to_older_with_info():
+    (t,) = resolve("vllm==0.20.0")
+    assert t.resolved == "vllm==0.11.0" and t.id == "vllm==0.20.0"
+    assert t.note_level == "info" and "not verified" in t.note
+
+
+def test_newer_than_newest_uses_newest_with_warning():
+    (t,) = resolve("sglang==0.9.0")
+    assert t.resolved == f"sglang=={known_versions('sglang')[-1]}" and t.note_level == "warning"
+
+
+def test_older_than_oldest_is_usage_error_naming_oldest():
+    with pytest.raises(TargetError, match=known_versions("sglang")[0].replace(".", r"\.")):
+        resolve("sglang==0.4.0")
+
+
+def test_post_release_resolves_like_base():
+    (t,) = resolve("sglang==0.5.15.post1")
+    assert t.resolved == "sglang==0.5.15"
+
+
+def test_unknown_framework_is_usage_error():
+    with pytest.raises(TargetError, match="unknown framework"):
+        resolve("tensorrt-llm==1.0")
+
+
+def test_framework_without_version_means_every_release():
+    ts = resolve("sglang")
+    assert [t.version for t in ts] == list(known_versions("sglang"))
+
+
+def test_glm5_draft_class_changes_at_0_5_16():
+    # PR #30265: GLM-5 drafts get GlmMoeDsaForCausalLMNextN from 0.5.16 (source checked, docs/upstream-checks.md A1/B7).
+    (old,) = resolve("sglang==0.5.15")
+    (new,) = resolve("sglang==0.5.16")
+    assert old.architecture("GlmMoeDsaForCausalLM").draft.cls == "DeepseekV3ForCausalLMNextN"
+    assert new.architecture("GlmMoeDsaForCausalLM").draft.cls == "GlmMoeDsaForCausalLMNextN"
+    assert old.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {"model.layers.61": "model.decoder"}
+    assert new.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {}
