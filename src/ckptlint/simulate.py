@@ -98,12 +98,13 @@ class Plan:
     exclude_draft: list[str] = field(default_factory=list)
     whole_draft_excluded: str | None = None
     assumptions: list[str] = field(default_factory=list)
-    unsupported: str | None = None  # why this target cannot simulate the checkpoint at all
+    unsupported: str | None = None  # why the framework release cannot load the checkpoint at all
+    not_simulated: str | None = None  # why ckptlint has no simulation for it (no data: not a verdict)
     quant_findings: list[Any] = field(default_factory=list)
 
     @property
     def simulated(self) -> bool:
-        return self.unsupported is None and self.arch is not None
+        return self.unsupported is None and self.not_simulated is None and self.arch is not None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,15 +183,28 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     arch = target.architecture(arch_name) if arch_name else None
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = Plan(target, arch_name, arch, quant, method, quant_findings=qfindings)
-    if arch_name is None:
-        plan.unsupported = "config.json names no architecture (`architectures`)"
+    what = (quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})") if quant else None
+    if quant is not None and method is not None and not method.supported:
+        plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
+            f": {method.note}" if method.note else "")
         return plan
-    if arch is None or not arch.supported:
+    if arch is not None and not arch.supported:
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
         return plan
-    if quant is not None and (method is None or not method.supported):
-        what = quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})"
-        plan.unsupported = f"{target.resolved} does not support quantization method {what}"
+    if arch_name is None:
+        plan.not_simulated = "config.json names no architecture (`architectures`)"
+        return plan
+    if arch is None:
+        plan.not_simulated = (f"ckptlint has no {target.framework} loading data for architecture {arch_name}; "
+                              "the load was not simulated")
+        return plan
+    if quant is not None and method is not None and not method.simulated:
+        plan.not_simulated = f"{target.resolved} supports {what}, but ckptlint does not simulate it" + (
+            f" ({method.note})" if method.note else "")
+        return plan
+    if quant is not None and method is None:
+        plan.not_simulated = (f"ckptlint has no {target.resolved} data for quantization method {what}; "
+                              "the load was not simulated")
         return plan
 
     nhl = config.get("num_hidden_layers")
@@ -360,7 +374,8 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
     entry, how, error = _excluded(rm, method, excl, packed)
     if error:
         err = method.mixed_shards
-        text = (err.error or "").format(module=rm.name, shards=error) if err else None
+        short = [s.split(" ")[0].rpartition(".")[2] for s in error]
+        text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
         return Decision(False, f"fused shards disagree: {error}", error=text,
                         error_consequence=err.consequence if err else "load-error")
     if entry is not None:
@@ -414,7 +429,7 @@ def _excluded(rm: RuntimeModule, method: MethodRules, excl: CompiledList,
         if all(h is not None for h in hits):
             return hits[0], f"every shard of `{name}`", None
         if any(h is not None for h in hits):
-            return None, "", shards
+            return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
         return None, "", None
     hit = excl.first_match(name)
     return (hit, f"`{name}`", None) if hit is not None else (None, "", None)

@@ -8,7 +8,7 @@ from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquant
 from ckptlint.rules.mtp_weights_missing import MtpWeightsMissing
 from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
 from ckptlint.rules.quantization_mismatch import QuantizationMismatch
-from ckptlint.rules.target_support import TargetNotVerified, TargetUnsupported
+from ckptlint.rules.target_support import NotSimulated, TargetNotVerified, TargetUnsupported
 
 try:  # container rules (reader findings)
     from ckptlint.rules.container import CONTAINER_RULES
@@ -17,7 +17,7 @@ except ImportError:  # pragma: no cover - during bring-up only
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
-     TargetUnsupported, TargetNotVerified, MtpWeightsMissing, MtpQuantizedDraftUnquantized),
+     TargetUnsupported, TargetNotVerified, NotSimulated, MtpWeightsMissing, MtpQuantizedDraftUnquantized),
     key=lambda r: r.code,
 ))
 

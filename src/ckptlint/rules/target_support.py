@@ -39,6 +39,36 @@ class TargetUnsupported(Rule):
                            hint="pick a target that supports it (`ckptlint targets`)")
 
 
+class NotSimulated(Rule):
+    """
+    ## What it does
+    Says, once per target, that ckptlint has no loading data for the checkpoint's architecture or
+    quantization method on that release, so only the checks that need no simulation ran.
+
+    ## Why is this bad?
+    It is not a defect of the checkpoint: it means "no verdict" for that target. A clean report
+    must not be read as "this will load" there.
+
+    ## Example
+    A `Qwen2ForCausalLM` checkpoint checked against a release whose data file has no entry for it.
+
+    ## How to fix
+    Nothing to fix in the checkpoint; check against a target that has data for it, or add the
+    architecture to the target data.
+    """
+
+    code = "TG603"
+    name = "not-simulated"
+    summary = "ckptlint has no loading data for this architecture or quant method on the target"
+    consequences = (Consequence.HYGIENE,)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        plan = ctx.plan
+        if plan is None or plan.not_simulated is None or ctx.checkpoint.config is None:
+            return
+        yield self.finding(ctx, Consequence.HYGIENE, plan.not_simulated, file="config.json")
+
+
 class TargetNotVerified(Rule):
     """
     ## What it does

@@ -50,6 +50,8 @@ class MethodRules(Strict):
     """How one quant method decides, per runtime module, whether it is built quantized."""
 
     supported: bool = True
+    simulated: bool = True  # False: supported by the framework, but ckptlint does not simulate it
+    note: str | None = None  # why unsupported / not simulated
     # Config keys holding the skip list, tried in order (first present wins).
     exclude_keys: list[str] = Field(default_factory=list)
     # modelopt: which keys to read when the config comes from hf_quant_config.json.

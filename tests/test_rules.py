@@ -1,0 +1,175 @@
+"""Each simulation rule on at least one failing and one passing synthetic checkpoint.
+
+RULE_CASES maps every target-scoped / config rule to the tests below; test_meta checks that every
+registered rule (other than the reader's container rules, covered by the malformed-input corpus)
+appears here.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ckptlint.testing.models import MoeDims, deepseek_dims, glm5_quark_mxfp4, modelopt_nvfp4
+from helpers import build, errors, run
+
+RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "CF311"}
+
+
+def codes(report, target=None):
+    return [(f.code, f.consequence.value, f.module) for f in report.findings
+            if target is None or f.target == target]
+
+
+# --- MT701 mtp-weights-missing ----------------------------------------------------------------
+def test_mt701_glm5_without_mtp_layer(tmp_path):
+    path = build(tmp_path, glm5_quark_mxfp4(with_mtp=False))
+    rep = run(path, "sglang==0.5.23", "vllm==0.33.0", "vllm==0.11.0")
+    by = {f.target: f for f in rep.findings if f.code == "MT701"}
+    # SGLang: nothing checks completeness; the draft runs on uninitialised weights (sglang-loading.md §1.8).
+    assert by["sglang==0.5.23"].consequence.value == "degraded" and by["sglang==0.5.23"].severity.value == "warning"
+    # vLLM 0.33 GLM-5 (deepseek_v32 MTP): the short ValueError (docs/upstream-checks.md C12).
+    assert by["vllm==0.33.0"].consequence.value == "load-error"
+    assert by["vllm==0.33.0"].error_text == "ValueError: MTP speculative decoding layer 78 weights missing from checkpoint."
+    # vLLM 0.11 had no check (PR #35548 added it).
+    assert by["vllm==0.11.0"].consequence.value == "degraded"
+    assert all(f.module == "model.layers.78" for f in by.values())
+
+
+def test_mt701_deepseek_long_message_and_other_index(tmp_path):
+    path = build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=30), with_mtp=False))
+    rep = run(path, "vllm==0.33.0")
+    (f,) = [f for f in rep.findings if f.code == "MT701"]
+    assert f.error_text.startswith("ValueError: MTP speculative decoding layer 30 weights missing from checkpoint. "
+                                   "The checkpoint may have been quantized without including the MTP layers.")
+
+
+def test_mt701_passes_with_mtp_or_without_speculation(tmp_path):
+    rep = run(build(tmp_path, glm5_quark_mxfp4()), "sglang==0.5.23", "vllm==0.33.0")
+    assert not [f for f in rep.findings if f.code == "MT701"]
+    rep = run(build(tmp_path, glm5_quark_mxfp4(with_mtp=False), name="nomtp"), "vllm==0.33.0", speculative=False)
+    assert not [f for f in rep.findings if f.code == "MT701"]
+
+
+# --- MT702 mtp-quantized-draft-unquantized -----------------------------------------------------
+def test_mt702_nvfp4_mtp_layer_on_sglang(tmp_path):
+    dims = deepseek_dims()
+    path = build(tmp_path, modelopt_nvfp4(dims, mtp_quantized=True))
+    rep = run(path, "sglang==0.5.23")
+    got = {f.module: f for f in rep.findings if f.code == "MT702"}
+    # SGLang forces the ModelOpt NVFP4 draft unquantized (PR #7376): packed experts into BF16 slots.
+    assert got["model.decoder.mlp.experts"].consequence.value == "load-error"
+    assert got["model.decoder.mlp.experts"].error_text == (
+        f"RuntimeError: The size of tensor a ({dims.hidden}) must match the size of tensor b ({dims.hidden // 2}) "
+        "at non-singleton dimension 1")
+    assert "model.decoder.mlp.shared_experts.gate_up_proj" in got
+    assert not [f for f in rep.findings if f.code == "QD401" and f.module in got]
+
+
+def test_mt702_passes_with_bf16_mtp_layer(tmp_path):
+    path = build(tmp_path, modelopt_nvfp4(deepseek_dims()))
+    rep = run(path, "sglang==0.5.23", "vllm==0.33.0")
+    assert [f for f in rep.findings if f.severity.value == "error"] == []
+
+
+# --- QD402 fused-shards-disagree ---------------------------------------------------------------
+def _half_excluded_spec():
+    spec = glm5_quark_mxfp4()
+    excl = spec.config["quantization_config"]["exclude"]
+    excl.remove("model.layers.5.self_attn.kv_a_proj_with_mqa")
+    return spec
+
+
+def test_qd402_q_a_listed_kv_a_not(tmp_path):
+    path = build(tmp_path, _half_excluded_spec())
+    rep = run(path, "sglang==0.5.15", "sglang==0.5.23", "vllm==0.33.0")
+    got = {f.target: f for f in rep.findings if f.code == "QD402"}
+    assert got["sglang==0.5.15"].module == "model.layers.5.self_attn.fused_qkv_a_proj_with_mqa"
+    assert got["sglang==0.5.15"].error_text == (
+        "ValueError: Found a different quantization schemes for ['q_a_proj', 'kv_a_proj_with_mqa'] in "
+        "model.layers.5.self_attn.fused_qkv_a_proj_with_mqa. vLLM requires all to use the same scheme.")
+    assert got["sglang==0.5.23"].error_text.endswith("SGLang requires all to use the same scheme.")
+    assert got["vllm==0.33.0"].error_text == (
+        "ValueError: Found different quantization schemes for the shards of "
+        "model.layers.5.self_attn.fused_qkv_a_proj. vLLM requires all to use the same scheme.")
+    assert all(f.consequence.value == "load-error" for f in got.values())
+
+
+def test_qd402_passes_when_both_shards_listed(tmp_path):
+    rep = run(build(tmp_path, glm5_quark_mxfp4()), "sglang==0.5.15", "vllm==0.33.0", speculative=False)
+    assert not [f for f in rep.findings if f.code == "QD402"]
+
+
+# --- QD401 main-model cases (the MTP cases are in test_mtp_exclude_prefix.py) --------------------
+def test_qd401_shared_expert_not_excluded(tmp_path):
+    spec = glm5_quark_mxfp4()
+    excl = spec.config["quantization_config"]["exclude"]
+    for p in ("gate_proj", "up_proj", "down_proj"):
+        excl.remove(f"model.layers.10.mlp.shared_experts.{p}")
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.10.mlp.shared_experts.gate_up_proj") in codes(rep, "sglang==0.5.23")
+    assert ("QD401", "load-error", "model.layers.10.mlp.shared_experts.down_proj") in codes(rep, "vllm==0.33.0")
+
+
+def test_qd401_quantized_expert_excluded_reverse_direction(tmp_path):
+    spec = glm5_quark_mxfp4()
+    spec.config["quantization_config"]["exclude"].append("re:model\\.layers\\.20\\.mlp\\.experts.*")
+    rep = run(build(tmp_path, spec), "sglang==0.5.23")
+    (f,) = [f for f in rep.findings if f.code == "QD401"]
+    assert f.module == "model.layers.20.mlp.experts" and f.data["direction"] == "quantized-into-unquantized"
+    dims = MoeDims()
+    # packed U8 [I, H/2] into an unquantized BF16 [I, H] slot
+    assert f.error_text == (f"RuntimeError: The size of tensor a ({dims.hidden}) must match the size of tensor b "
+                            f"({dims.hidden // 2}) at non-singleton dimension 1")
+    assert "remove `re:model\\.layers\\.20\\.mlp\\.experts.*`" in f.hint
+
+
+# --- TG601 / TG603 / TG602 -----------------------------------------------------------------------
+def test_tg601_method_removed_from_registry(tmp_path):
+    spec = glm5_quark_mxfp4()
+    spec.config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
+    rep = run(build(tmp_path, spec), "vllm==0.33.0", "vllm==0.11.0")
+    assert codes(rep, "vllm==0.33.0") == [("TG601", "load-error", None)]
+    assert codes(rep, "vllm==0.11.0") == [("TG603", "hygiene", None)]  # supported there, not simulated
+
+
+def test_tg603_unknown_architecture_is_no_verdict_not_an_error(tmp_path):
+    spec = glm5_quark_mxfp4()
+    spec.config["architectures"] = ["SomeNewForCausalLM"]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23")
+    assert codes(rep) == [("TG603", "hygiene", None)]
+    assert rep.findings[0].severity.value == "info"
+
+
+def test_tg601_tg603_pass_on_supported_checkpoint(tmp_path):
+    rep = run(build(tmp_path, glm5_quark_mxfp4(mtp_exclude="fixed")), "sglang==0.5.23", "vllm==0.33.0")
+    assert not [f for f in rep.findings if f.code.startswith("TG")]
+
+
+def test_tg602_unverified_version(tmp_path):
+    path = build(tmp_path, glm5_quark_mxfp4(mtp_exclude="fixed"))
+    rep = run(path, "sglang==0.5.19", "vllm==0.40.0", "sglang==0.5.23")
+    got = {f.target: f for f in rep.findings if f.code == "TG602"}
+    assert got["sglang==0.5.19"].severity.value == "info" and got["sglang==0.5.19"].data["resolved"] == "sglang==0.5.18"
+    assert got["vllm==0.40.0"].severity.value == "warning"
+    assert "sglang==0.5.23" not in got
+
+
+# --- CF311 quantization-config-invalid ---------------------------------------------------------
+@pytest.mark.parametrize("qc,fragment", [
+    (["quark"], "not an object"),
+    ({"exclude": []}, "quant_method"),
+    ({"quant_method": "quark", "exclude": "lm_head"}, "quantization_config.exclude"),
+])
+def test_cf311_invalid_quant_config(tmp_path, qc, fragment):
+    spec = glm5_quark_mxfp4()
+    spec.config["quantization_config"] = qc
+    rep = run(build(tmp_path, spec), "sglang==0.5.23")
+    cf = [f for f in rep.findings if f.code == "CF311"]
+    assert len(cf) == 1 and fragment in cf[0].message and cf[0].file == "config.json"
+
+
+def test_cf311_passes_on_valid_config(tmp_path):
+    rep = run(build(tmp_path, glm5_quark_mxfp4()), "sglang==0.5.23")
+    assert not [f for f in rep.findings if f.code == "CF311"]
