@@ -49,6 +49,7 @@ class Report:
             "resolved_targets": {t.id: t.resolved for t in self.targets},
             "deployment": {"speculative": self.deployment.speculative, "platform": self.deployment.platform,
                            "tp": self.deployment.tp, "gpu": self.deployment.gpu},
+            "assumed_deployment": {tid: p.deployment_text for tid, p in self.plans.items() if p.deployment_text},
             "findings": [f.to_json() for f in self.findings],
             "summary": self.counts(),
         }

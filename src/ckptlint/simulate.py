@@ -101,6 +101,9 @@ class Plan:
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all
     not_simulated: str | None = None  # why ckptlint has no simulation for it (no data: not a verdict)
     quant_findings: list[Any] = field(default_factory=list)
+    gpu: str | None = None
+    platform: str | None = None
+    deployment_text: str | None = None
 
     @property
     def simulated(self) -> bool:
@@ -226,6 +229,11 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     if plan.speculative and not plan.mtp_layers:
         plan.speculative = False
     plan.draft = draft if plan.speculative else None
+    from ckptlint.deployment import default_hardware
+
+    scheme = quant.default_scheme.name if quant and quant.default_scheme else None
+    plan.gpu, plan.platform = default_hardware(quant.method if quant else None, scheme, deployment.platform)
+    plan.deployment_text = deployment.describe(platform=plan.platform, gpu=plan.gpu, speculative=plan.speculative)
     if plan.mtp_layers:
         plan.assumptions.append(
             "speculative decoding with the checkpoint's own MTP/NextN layer "

@@ -29,7 +29,8 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
               "quant_method": plan.quant.method_key if plan.quant else None,
               "skip_list_key": plan.exclude_key, "speculative": plan.speculative,
               "draft_class": plan.draft.cls if plan.draft else None, "mtp_layers": plan.mtp_layers,
-              "unsupported": plan.unsupported, "whole_draft_excluded": plan.whole_draft_excluded}
+              "deployment": plan.deployment_text, "unsupported": plan.unsupported,
+              "not_simulated": plan.not_simulated, "whole_draft_excluded": plan.whole_draft_excluded}
     if json_out:
         extra = {"dropped": [{"tensor": k, "why": v} for k, v in list(plan.dropped.items())[:1000]],
                  "draft_skip_list": plan.exclude_draft[:5000] if plan.draft else None}

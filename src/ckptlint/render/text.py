@@ -41,6 +41,8 @@ def render(report: Report, verbose: bool = False) -> str:
         label = t.id if t.id == t.resolved else f"{t.id} (rules of {t.resolved})"
         mine = [f for f in report.findings if f.target == t.id]
         lines.append(f"{label}" + (f"  [{', '.join(bits)}]" if bits else "") + ("" if mine else ": no findings"))
+        if plan is not None and plan.deployment_text and (mine or verbose):
+            lines.append(f"  assuming {plan.deployment_text}")
         for f in mine:
             lines.extend(_line(f))
     c = report.counts()
