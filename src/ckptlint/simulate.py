@@ -168,11 +168,12 @@ class _Namer:
         return module, module, None, None
 
 
-def _kind(name: str, rules: list[KindRule], method: str | None, has_matrix: bool) -> tuple[str, str | None]:
-    for r in rules:
+def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str | None,
+          has_matrix: bool) -> tuple[str, str | None]:
+    for rx, r in rules:
         if r.methods is not None and method not in r.methods:
             continue
-        if re.search(r.pattern, name):
+        if rx.search(name):
             return r.kind, r.loader
     return ("linear" if has_matrix else "other"), None
 
@@ -256,8 +257,8 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     mtp = set(plan.mtp_layers)
     nhl = plan.num_hidden_layers
     draft = plan.draft
-    draft_kinds = list(draft.kinds) if draft else []
-    main_kinds = list(arch.kinds)
+    main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
+    draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
     renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
 
     groups: dict[str, list[TensorInfo]] = {}
@@ -291,11 +292,10 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
                     name = rx.sub(to, name, count=1)
                     break
         runtime, query, expert, proj = namer.name(name)
-        has_matrix = any(len(t.shape) >= 2 or t.name.rsplit(".", 1)[-1] in QUANT_SUFFIXES for t in tensors)
-        kind, loader = _kind(runtime, (draft_kinds if role == "draft" else []) + main_kinds, method_name,
-                             has_matrix)
         rm = plan.modules.get(runtime)
         if rm is None:
+            has_matrix = any(len(t.shape) >= 2 or t.name.rsplit(".", 1)[-1] in QUANT_SUFFIXES for t in tensors)
+            kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
             rm = plan.modules[runtime] = RuntimeModule(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, classify_stored(tensors), expert, proj))
 
