@@ -37,6 +37,22 @@ def read_json(path: str) -> JsonRead:
         out.error = f"is not valid UTF-8 (byte {e.start})"
         return out
     out.text = text
+    try:
+        out.obj = json.loads(text)
+    except RecursionError:
+        out.error = "is not valid JSON: nested too deeply"
+        return out
+    except json.JSONDecodeError as e:
+        msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
+        out.error = f"is not valid JSON: {msg} at line {e.lineno} column {e.colno}"
+        return out
+    except ValueError as e:
+        out.error = f"is not valid JSON: {str(e).splitlines()[0]}"
+        return out
+    # Every key is followed by exactly one ':'; more colons than keys means a colon inside a
+    # string or a duplicate key (which the plain parse hides): only then parse again with a hook.
+    if text.count(":") == _count_keys(out.obj):
+        return out
     dups: list[str] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -49,17 +65,26 @@ def read_json(path: str) -> JsonRead:
                 seen.add(k)
         return d
 
-    try:
-        out.obj = json.loads(text, object_pairs_hook=hook)
-    except RecursionError:
-        out.error = "is not valid JSON: nested too deeply"
-    except json.JSONDecodeError as e:
-        msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
-        out.error = f"is not valid JSON: {msg} at line {e.lineno} column {e.colno}"
-    except ValueError as e:
-        out.error = f"is not valid JSON: {str(e).splitlines()[0]}"
+    json.loads(text, object_pairs_hook=hook)
     out.duplicates = dups
     return out
+
+
+def _count_keys(obj: Any) -> int:
+    n = 0
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if type(x) is dict:
+            n += len(x)
+            for v in x.values():
+                if type(v) is dict or type(v) is list:
+                    stack.append(v)
+        elif type(x) is list:
+            for v in x:
+                if type(v) is dict or type(v) is list:
+                    stack.append(v)
+    return n
 
 
 def jtype(v: Any) -> str:

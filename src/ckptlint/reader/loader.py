@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gc
 import os
+from itertools import repeat
+from operator import eq
 import stat as stat_mod
 from typing import Any, Callable
 
@@ -371,8 +373,7 @@ def _report_dups(ck: Checkpoint, dups: dict[str, list[str]], reads: dict[str, Sh
 def _compare_index(ck: Checkpoint, weight_map: dict[str, str], reads: dict[str, ShardRead],
                    blocked: set[str], unref_tensors: dict[str, str]) -> None:
     tensors = ck.tensors
-    header_map = {n: ti.file for n, ti in tensors.items()}
-    if header_map == weight_map:
+    if len(weight_map) == len(tensors) and _index_matches(weight_map, reads):
         return
     usable = {s for s, r in reads.items() if not r.fatal}
     per_shard: dict[str, list[str]] = {}
@@ -423,6 +424,23 @@ def _compare_index(ck: Checkpoint, weight_map: dict[str, str], reads: dict[str, 
             "frameworks read whole shard files, so they still load",
             tensors=all_t, data={"by_file": {f: len(v) for f, v in not_indexed.items()}},
             hint="regenerate the index from the shards"))
+
+
+def _index_matches(weight_map: dict[str, str], reads: dict[str, ShardRead]) -> bool:
+    """True when every tensor of every read shard is mapped to that shard (C-level loops).
+
+    With as many index entries as distinct tensors, that makes weight_map and the headers agree
+    exactly. Shards that were not read have no tensors, so any index entry for them fails the
+    count unless a tensor is missing elsewhere too; the slow comparison sorts that out.
+    """
+    get = weight_map.get
+    total = 0
+    for s, r in reads.items():
+        st = r.tensors
+        total += len(st)
+        if st and not all(map(eq, repeat(s), map(get, st))):
+            return False
+    return total == len(weight_map)
 
 
 def _check_total_size(ck: Checkpoint, reads: dict[str, ShardRead], blocked: set[str]) -> None:
