@@ -146,6 +146,46 @@ def _build_app():
         sys.stdout.write(render_plan(p, module, json_out=format is Format.json))
 
     @app.command()
+    def fix(
+        path: Annotated[str, typer.Argument(help="Checkpoint directory.")],
+        target: Annotated[str, typer.Option("--target", "-t", help="FRAMEWORK==VERSION (one target per call)")],
+        write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it.")] = False,
+        backup: Annotated[bool, typer.Option("--backup/--no-backup", help="Keep the original as <file>.orig.")] = True,
+        speculative: SpecOpt = None,
+        platform: PlatformOpt = None,
+        tp: TpOpt = 1,
+    ) -> None:
+        """Print (or --write) the minimal skip-list addition that makes TARGET load the checkpoint."""
+        from ckptlint.deployment import Deployment
+        from ckptlint.fix import plan_fix, write_fix
+        from ckptlint.reader import NotACheckpoint
+
+        targets = _targets([target])
+        if len(targets) != 1:
+            _usage_error("fix takes exactly one release: FRAMEWORK==VERSION")
+        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        try:
+            fp = plan_fix(path, targets[0], dep)
+        except NotACheckpoint as exc:
+            _usage_error(str(exc))
+        if fp.diff:
+            sys.stdout.write(fp.diff)
+            if write:
+                for note in write_fix(path, fp, backup=backup):
+                    typer.echo(f"ckptlint: {note}", err=True)
+                typer.echo(f"ckptlint: added {len(fp.added)} entr{'y' if len(fp.added) == 1 else 'ies'} to "
+                           f"{'.'.join(fp.key_path)} in {fp.file}", err=True)
+        elif not fp.not_fixable:
+            typer.echo(f"ckptlint: nothing to fix for {targets[0].id}", err=True)
+        for f, why in fp.not_fixable:
+            typer.echo(f"not fixable by config: {f.code} {f.module or f.file}: {why}", err=True)
+        for f in fp.remaining:
+            typer.echo(f"still failing after the change: {f.code} {f.module}: {f.message}", err=True)
+        for f in fp.regressions:
+            typer.echo(f"warning: the change gives {f.target} a new load error: {f.code} {f.module}", err=True)
+        raise typer.Exit(EXIT_FINDINGS if (fp.not_fixable or fp.remaining) else EXIT_OK)
+
+    @app.command()
     def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
         """List the verified framework releases (target data files)."""
         import json

@@ -57,9 +57,17 @@ class Report:
 
 def check(path: str, targets: list[Target], deployment: Deployment | None = None,
           selected: set[str] | None = None) -> Report:
-    deployment = deployment or Deployment()
     t0 = time.perf_counter()
     ckpt = load_checkpoint(path)
+    report = check_loaded(ckpt, targets, deployment, selected)
+    report.timings["read"] = time.perf_counter() - t0 - sum(report.timings.values())
+    return report
+
+
+def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment | None = None,
+                 selected: set[str] | None = None) -> Report:
+    """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit)."""
+    deployment = deployment or Deployment()
     t1 = time.perf_counter()
     rules = [r() for r in ALL_RULES if selected is None or r.code in selected]
     findings: list[Finding] = []
@@ -81,5 +89,4 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
                 findings.extend(rule.check(tctx))
     t2 = time.perf_counter()
     findings.sort(key=Finding.sort_key)
-    return Report(ckpt, targets, findings, plans, deployment,
-                  {"read": t1 - t0, "simulate": sim, "rules": t2 - t1 - sim})
+    return Report(ckpt, targets, findings, plans, deployment, {"simulate": sim, "rules": t2 - t1 - sim})

@@ -1,0 +1,81 @@
+"""`ckptlint fix`: the added entries are the runtime names an operator adds by hand, the fixed
+checkpoint lints clean for that target, other targets get no new load error, writes are atomic."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ckptlint.fix import plan_fix, write_fix
+from ckptlint.targets import list_targets, resolve
+from ckptlint.testing.models import MoeDims, deepseek_dims, glm5_quark_mxfp4
+from helpers import build, errors, run
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def copy_fixture(tmp_path, name="glm5-quark-mxfp4-mtp-exclude-prefix"):
+    dst = tmp_path / name
+    shutil.copytree(ROOT / name, dst)  # shipped fixtures are small and not sparse
+    return dst
+
+
+def test_fix_adds_exactly_the_runtime_names(tmp_path):
+    path = copy_fixture(tmp_path)
+    (t,) = resolve("sglang==0.5.15")
+    fp = plan_fix(str(path), t)
+    assert fp.file == "config.json" and fp.key_path == ["quantization_config", "exclude"]
+    assert fp.added == ["model.decoder.mlp.experts", "model.eh_proj"]
+    assert '+      "model.eh_proj"' in fp.diff and fp.remaining == [] and fp.regressions == []
+
+
+@pytest.mark.parametrize("dims", [MoeDims(num_hidden_layers=40), deepseek_dims()], ids=["glm5-40", "deepseek-61"])
+@pytest.mark.parametrize("target", ["sglang==0.5.15", "sglang==0.5.23", "vllm==0.11.0"])
+def test_fixed_checkpoint_lints_clean_for_that_target(tmp_path, dims, target):
+    path = build(tmp_path, glm5_quark_mxfp4(dims), sparse=True)
+    (t,) = resolve(target)
+    before = [f.module for f in errors(run(path, target), target)]
+    fp = plan_fix(str(path), t, others=list_targets())
+    if not before:
+        assert fp.diff == ""
+        return
+    write_fix(str(path), fp)
+    assert errors(run(path, target), target) == []
+    assert fp.regressions == []  # no other verified release gets a new load error from the entries
+    assert (path / "config.json.orig").exists()
+
+
+def test_write_keeps_older_orig_and_formatting(tmp_path):
+    path = copy_fixture(tmp_path)
+    (path / "config.json.orig").write_text("older original\n")
+    before = (path / "config.json").read_text()
+    (t,) = resolve("sglang==0.5.15")
+    notes = write_fix(str(path), plan_fix(str(path), t))
+    assert any("kept the existing config.json.orig" in n for n in notes)
+    assert (path / "config.json.orig").read_text() == "older original\n"
+    after = (path / "config.json").read_text()
+    assert list(json.loads(after)) == list(json.loads(before))  # key order kept
+    assert after.splitlines()[1].startswith('  "')  # indentation kept (2 spaces)
+
+
+def test_interrupted_write_leaves_original_intact(tmp_path, monkeypatch):
+    path = copy_fixture(tmp_path)
+    original = (path / "config.json").read_bytes()
+    (t,) = resolve("sglang==0.5.15")
+    fp = plan_fix(str(path), t)
+    real_replace = os.replace
+
+    def crash(src, dst):
+        if str(dst).endswith("config.json"):
+            raise KeyboardInterrupt("power cut before the rename")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(KeyboardInterrupt):
+        write_fix(str(path), fp, backup=False)
+    assert (path / "config.json").read_bytes() == original
+    assert not [p for p in path.iterdir() if p.name.endswith(".tmp")]
