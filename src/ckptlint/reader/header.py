@@ -204,13 +204,13 @@ def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead)
     obj, err = _loads(text)
     if err is not None:
         res.fatal = res.refused = True
-        res.issues.append(_f(C.SF_INVALID_JSON, rel, f"header is not valid JSON: {err}", f"{C.ST_JSON}: {err}",
+        res.issues.append(_f(C.SF_INVALID_JSON, rel, f"header is not valid JSON: {err}", C.ST_JSON,
                              hint="re-export this file"))
         return
     if type(obj) is not dict:
         res.fatal = res.refused = True
         what = f"header is a JSON {_jtype(obj)}, not an object"
-        res.issues.append(_f(C.SF_INVALID_JSON, rel, what, f"{C.ST_JSON}: invalid type: {_jtype(obj)}",
+        res.issues.append(_f(C.SF_INVALID_JSON, rel, what, C.ST_JSON,
                              hint="re-export this file"))
         return
     if raw[:1] != b"{":
@@ -256,7 +256,7 @@ def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead)
             res.fatal = res.refused = True
             res.issues.append(_f(C.SF_INVALID_JSON, rel,
                                  f"header is not valid JSON: string {bad!r} contains an unpaired UTF-16 surrogate escape",
-                                 f"{C.ST_JSON}: unexpected end of hex escape", hint="re-export this file"))
+                                 C.ST_JSON, hint="re-export this file"))
             return
         v = _Validator(obj2, n, size, rel)
         v.dups = {id(d): (d, names) for d, names in dups}
