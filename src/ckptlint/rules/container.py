@@ -494,7 +494,7 @@ class IndexInvalidShardName(ReaderRule):
     """The index names a shard that is not a plain `.safetensors` file name.
 
     ## What it does
-    Reports `weight_map` values that are empty, `.`/`..`, contain `/` or `\`, are absolute
+    Reports `weight_map` values that are empty, `.`/`..`, contain a slash or backslash, are absolute
     paths, or do not end in `.safetensors`. Such a path is never opened or even stat'ed.
 
     ## Why is this bad?
