@@ -25,6 +25,7 @@ from ckptlint.reader import codes as C
 MAX_HEADER = 100_000_000
 U64_MAX = 2**64 - 1
 MAX_48 = 2**48 - 1
+SERDE_MAX_DEPTH = 127  # serde_json refuses JSON nested deeper than this (checked with 0.8.0)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 LFS_READ = 1024
 _ENTRY_KEYS = frozenset(("dtype", "shape", "data_offsets"))
@@ -395,6 +396,7 @@ class _Validator:
         self.metadata: dict[str, str] | None = None
         self.overflow: list[str] = []
         self.unplaced = 0  # entries whose data_offsets are unusable
+        self.too_deep: list[str] = []  # extra keys nested deeper than serde_json allows
         self.sub_byte: list[tuple[str, str]] = []
 
     def _bad(self, code: str, name: str, problem: str) -> None:
@@ -429,6 +431,9 @@ class _Validator:
                 extra = [k for k in e if k not in entry_keys]
                 if extra:
                     bad(C.SF_SPEC_DEVIATION, name, f"entry has extra key(s) {', '.join(map(repr, extra))}")
+                    for k in extra:
+                        if 2 + _depth(e[k]) > SERDE_MAX_DEPTH:
+                            self.too_deep.append(name)
             dt = e.get("dtype")
             bits = bits_map.get(dt) if type(dt) is str else None
             if bits is None and "dtype" in e:
@@ -551,6 +556,11 @@ class _Validator:
                               f"data_offsets span {end - b} bytes but dtype and shape need {expected}")
             if end > prev:
                 prev = end
+        if self.too_deep:
+            out.append(_f(C.SF_INVALID_JSON, rel,
+                          f"header is not valid JSON for safetensors: an extra key in tensor {self.too_deep[0]!r} is "
+                          f"nested more than {SERDE_MAX_DEPTH} levels deep (serde_json's recursion limit)",
+                          C.ST_JSON, tensors=self.too_deep, hint="re-export this file"))
         for name in self.overflow:
             self._bad(C.SF_SIZE_OVERFLOW, name, "element count x dtype bits overflows 64 bits")
         for name, why in self.sub_byte:
@@ -640,6 +650,22 @@ class _Validator:
             err = None
             what = f"{subject}{problem}"
         return _f(code, rel, what + more, err, consequence=cons, tensors=tensors, hint=hint, data=data)
+
+
+def _depth(v: Any) -> int:
+    """Nesting depth of arrays/objects in ``v`` (0 for a scalar), without recursion."""
+    if type(v) is not list and type(v) is not dict:
+        return 0
+    best = 0
+    stack = [(v, 1)]
+    while stack:
+        x, d = stack.pop()
+        if d > best:
+            best = d
+        for c in (x.values() if type(x) is dict else x):
+            if type(c) is list or type(c) is dict:
+                stack.append((c, d + 1))
+    return best
 
 
 def _mul_overflows(shape: list[int]) -> bool:
