@@ -226,7 +226,7 @@ def _build_app():
         r = get_rule(code)
         if r is None:
             _usage_error(f"unknown rule {code!r} (see `ckptlint rules`)")
-        sys.stdout.write(f"# {r.name} ({r.code})\n\n{r.summary}.\n\n")
+        sys.stdout.write(f"# {r.name} ({r.code})\n\n{r.summary.rstrip('.')}.\n\n")
         for title, body in r.doc_sections().items():
             sys.stdout.write(f"## {title}\n{body}\n\n")
 
