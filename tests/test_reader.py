@@ -204,7 +204,7 @@ def test_container_rules_cover_every_code():
         assert tuple(rule.doc_sections()) == DOC_SECTIONS, rule
         assert all(rule.doc_sections()[s] for s in DOC_SECTIONS), rule
         assert rule.name.replace("-", "").isalnum() and rule.name == rule.name.lower()
-        assert rule.summary and "\n" not in rule.summary
+        assert rule.summary and "\n" not in rule.summary and not rule.summary.endswith(".")
         assert rule.consequences and rule.scope == "checkpoint"
 
 

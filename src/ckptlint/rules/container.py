@@ -36,7 +36,7 @@ class ShardTooSmall(ReaderRule):
 
     code = C.SF_TOO_SMALL
     name = "shard-too-small"
-    summary = 'Shard file is shorter than the 8-byte header length field (empty or cut off).'
+    summary = 'Shard file is shorter than the 8-byte header length field (empty or cut off)'
     consequences = (LOAD,)
 
 
@@ -61,7 +61,7 @@ class ShardHeaderTooLarge(ReaderRule):
 
     code = C.SF_HEADER_TOO_LARGE
     name = "shard-header-too-large"
-    summary = "Shard's header length field claims more than 100,000,000 bytes."
+    summary = "Shard's header length field claims more than 100,000,000 bytes"
     consequences = (LOAD,)
 
 
@@ -84,7 +84,7 @@ class ShardHeaderBeyondFile(ReaderRule):
 
     code = C.SF_HEADER_LENGTH
     name = "shard-header-beyond-file"
-    summary = "Shard's header length field points past the end of the file."
+    summary = "Shard's header length field points past the end of the file"
     consequences = (LOAD,)
 
 
@@ -106,7 +106,7 @@ class ShardHeaderNotUtf8(ReaderRule):
 
     code = C.SF_NOT_UTF8
     name = "shard-header-not-utf8"
-    summary = 'Shard header is not valid UTF-8.'
+    summary = 'Shard header is not valid UTF-8'
     consequences = (LOAD,)
 
 
@@ -130,7 +130,7 @@ class ShardHeaderInvalidJson(ReaderRule):
 
     code = C.SF_INVALID_JSON
     name = "shard-header-invalid-json"
-    summary = 'Shard header is not a JSON object safetensors can parse.'
+    summary = 'Shard header is not a JSON object safetensors can parse'
     consequences = (LOAD,)
 
 
@@ -155,7 +155,7 @@ class ShardUnknownDtype(ReaderRule):
 
     code = C.SF_UNKNOWN_DTYPE
     name = "shard-unknown-dtype"
-    summary = 'A tensor in a shard has a dtype code safetensors does not know.'
+    summary = 'A tensor in a shard has a dtype code safetensors does not know'
     consequences = (LOAD,)
 
 
@@ -179,7 +179,7 @@ class ShardInvalidTensorEntry(ReaderRule):
 
     code = C.SF_BAD_ENTRY
     name = "shard-invalid-tensor-entry"
-    summary = 'A tensor entry in a shard header is malformed.'
+    summary = 'A tensor entry in a shard header is malformed'
     consequences = (LOAD,)
 
 
@@ -202,7 +202,7 @@ class ShardInvalidMetadata(ReaderRule):
 
     code = C.SF_BAD_METADATA
     name = "shard-invalid-metadata"
-    summary = "Shard header's `__metadata__` is not a string-to-string map."
+    summary = "Shard header's `__metadata__` is not a string-to-string map"
     consequences = (LOAD,)
 
 
@@ -226,7 +226,7 @@ class ShardInvalidOffsets(ReaderRule):
 
     code = C.SF_BAD_OFFSETS
     name = "shard-invalid-offsets"
-    summary = "Shard's tensor data offsets have gaps, overlaps, or do not start at 0."
+    summary = "Shard's tensor data offsets have gaps, overlaps, or do not start at 0"
     consequences = (LOAD,)
 
 
@@ -248,7 +248,7 @@ class ShardTensorSizeMismatch(ReaderRule):
 
     code = C.SF_SIZE_MISMATCH
     name = "shard-tensor-size-mismatch"
-    summary = "A tensor's byte range does not match its dtype and shape."
+    summary = "A tensor's byte range does not match its dtype and shape"
     consequences = (LOAD,)
 
 
@@ -272,7 +272,7 @@ class ShardTensorSizeOverflow(ReaderRule):
 
     code = C.SF_SIZE_OVERFLOW
     name = "shard-tensor-size-overflow"
-    summary = "A tensor's element count times its dtype bits overflows 64 bits."
+    summary = "A tensor's element count times its dtype bits overflows 64 bits"
     consequences = (LOAD,)
 
 
@@ -294,7 +294,7 @@ class ShardSubByteMisaligned(ReaderRule):
 
     code = C.SF_SUB_BYTE
     name = "shard-sub-byte-misaligned"
-    summary = 'A sub-byte tensor (F4, F6) does not fill a whole number of bytes.'
+    summary = 'A sub-byte tensor (F4, F6) does not fill a whole number of bytes'
     consequences = (LOAD,)
 
 
@@ -318,7 +318,7 @@ class ShardTruncated(ReaderRule):
 
     code = C.SF_TRUNCATED
     name = "shard-truncated"
-    summary = 'Shard file ends before the tensor data its header describes.'
+    summary = 'Shard file ends before the tensor data its header describes'
     consequences = (LOAD,)
 
 
@@ -341,7 +341,7 @@ class ShardTrailingBytes(ReaderRule):
 
     code = C.SF_TRAILING
     name = "shard-trailing-bytes"
-    summary = "Shard file has bytes after the last tensor's data."
+    summary = "Shard file has bytes after the last tensor's data"
     consequences = (LOAD,)
 
 
@@ -365,7 +365,7 @@ class ShardDuplicateKey(ReaderRule):
 
     code = C.SF_DUPLICATE_KEY
     name = "shard-duplicate-key"
-    summary = 'A shard header defines the same tensor (or metadata key) twice.'
+    summary = 'A shard header defines the same tensor (or metadata key) twice'
     consequences = (LOAD, HYGIENE,)
 
 
@@ -391,7 +391,7 @@ class GitLfsPointer(ReaderRule):
 
     code = C.SF_LFS_POINTER
     name = "git-lfs-pointer"
-    summary = 'Shard files are Git LFS pointers: the weights were never downloaded.'
+    summary = 'Shard files are Git LFS pointers: the weights were never downloaded'
     consequences = (LOAD,)
 
 
@@ -414,7 +414,7 @@ class ShardUnreadable(ReaderRule):
 
     code = C.SF_UNREADABLE
     name = "shard-unreadable"
-    summary = 'A shard path is a directory, a broken symlink or otherwise unreadable.'
+    summary = 'A shard path is a directory, a broken symlink or otherwise unreadable'
     consequences = (LOAD,)
 
 
@@ -438,7 +438,7 @@ class ShardSpecDeviation(ReaderRule):
 
     code = C.SF_SPEC_DEVIATION
     name = "shard-spec-deviation"
-    summary = 'Shard header deviates from the safetensors format in a way the library tolerates.'
+    summary = 'Shard header deviates from the safetensors format in a way the library tolerates'
     consequences = (HYGIENE,)
 
 
@@ -462,7 +462,7 @@ class IndexInvalidJson(ReaderRule):
 
     code = C.IX_INVALID_JSON
     name = "index-invalid-json"
-    summary = '`model.safetensors.index.json` is not a JSON object.'
+    summary = '`model.safetensors.index.json` is not a JSON object'
     consequences = (LOAD,)
 
 
@@ -486,7 +486,7 @@ class IndexInvalidWeightMap(ReaderRule):
 
     code = C.IX_BAD_WEIGHT_MAP
     name = "index-invalid-weight-map"
-    summary = 'The index has no usable `weight_map`.'
+    summary = 'The index has no usable `weight_map`'
     consequences = (LOAD,)
 
 
@@ -511,7 +511,7 @@ class IndexInvalidShardName(ReaderRule):
 
     code = C.IX_BAD_SHARD_NAME
     name = "index-invalid-shard-name"
-    summary = 'The index names a shard that is not a plain `.safetensors` file name.'
+    summary = 'The index names a shard that is not a plain `.safetensors` file name'
     consequences = (LOAD,)
 
 
@@ -535,7 +535,7 @@ class IndexMissingShard(ReaderRule):
 
     code = C.IX_MISSING_SHARD
     name = "index-missing-shard"
-    summary = 'The index names a shard file that does not exist.'
+    summary = 'The index names a shard file that does not exist'
     consequences = (LOAD,)
 
 
@@ -561,7 +561,7 @@ class IndexTensorNotInShard(ReaderRule):
 
     code = C.IX_TENSOR_NOT_IN_SHARD
     name = "index-tensor-not-in-shard"
-    summary = 'The index maps tensors to a shard whose header does not contain them.'
+    summary = 'The index maps tensors to a shard whose header does not contain them'
     consequences = (HYGIENE, SILENT,)
 
 
@@ -585,7 +585,7 @@ class TensorInMultipleShards(ReaderRule):
 
     code = C.IX_TENSOR_IN_TWO_SHARDS
     name = "tensor-in-multiple-shards"
-    summary = 'The same tensor is stored in more than one shard.'
+    summary = 'The same tensor is stored in more than one shard'
     consequences = (HYGIENE, SILENT,)
 
 
@@ -608,7 +608,7 @@ class TensorNotInIndex(ReaderRule):
 
     code = C.IX_TENSOR_NOT_IN_INDEX
     name = "tensor-not-in-index"
-    summary = 'Shards contain tensors the index does not list.'
+    summary = 'Shards contain tensors the index does not list'
     consequences = (HYGIENE,)
 
 
@@ -632,7 +632,7 @@ class IndexTotalSizeMismatch(ReaderRule):
 
     code = C.IX_TOTAL_SIZE
     name = "index-total-size-mismatch"
-    summary = "The index's `metadata.total_size` is not the sum of tensor bytes."
+    summary = "The index's `metadata.total_size` is not the sum of tensor bytes"
     consequences = (HYGIENE,)
 
 
@@ -656,7 +656,7 @@ class UnreferencedShard(ReaderRule):
 
     code = C.IX_UNREFERENCED_SHARD
     name = "unreferenced-shard"
-    summary = 'A `.safetensors` file in the directory is not referenced by the index.'
+    summary = 'A `.safetensors` file in the directory is not referenced by the index'
     consequences = (HYGIENE,)
 
 
@@ -681,7 +681,7 @@ class NoSafetensorsWeights(ReaderRule):
 
     code = C.IX_NO_WEIGHTS
     name = "no-safetensors-weights"
-    summary = 'The checkpoint directory has no `.safetensors` weights.'
+    summary = 'The checkpoint directory has no `.safetensors` weights'
     consequences = (LOAD, HYGIENE,)
 
 
@@ -704,7 +704,7 @@ class IndexInvalidMetadata(ReaderRule):
 
     code = C.IX_BAD_METADATA
     name = "index-invalid-metadata"
-    summary = "The index's `metadata` or `metadata.total_size` has the wrong type."
+    summary = "The index's `metadata` or `metadata.total_size` has the wrong type"
     consequences = (HYGIENE,)
 
 
@@ -728,7 +728,7 @@ class IndexDuplicateKey(ReaderRule):
 
     code = C.IX_DUPLICATE_KEY
     name = "index-duplicate-key"
-    summary = 'The index repeats a key.'
+    summary = 'The index repeats a key'
     consequences = (HYGIENE,)
 
 
@@ -751,7 +751,7 @@ class ConfigMissing(ReaderRule):
 
     code = C.CF_MISSING
     name = "config-missing"
-    summary = '`config.json` is missing next to the weights.'
+    summary = '`config.json` is missing next to the weights'
     consequences = (LOAD,)
 
 
@@ -774,7 +774,7 @@ class ConfigInvalidJson(ReaderRule):
 
     code = C.CF_INVALID_JSON
     name = "config-invalid-json"
-    summary = '`config.json` or `hf_quant_config.json` cannot be parsed.'
+    summary = '`config.json` or `hf_quant_config.json` cannot be parsed'
     consequences = (LOAD,)
 
 
@@ -796,7 +796,7 @@ class ConfigNotAnObject(ReaderRule):
 
     code = C.CF_NOT_OBJECT
     name = "config-not-an-object"
-    summary = '`config.json` or `hf_quant_config.json` is valid JSON but not an object.'
+    summary = '`config.json` or `hf_quant_config.json` is valid JSON but not an object'
     consequences = (LOAD,)
 
 
@@ -820,7 +820,7 @@ class ConfigDuplicateKey(ReaderRule):
 
     code = C.CF_DUPLICATE_KEY
     name = "config-duplicate-key"
-    summary = 'A config file repeats a key.'
+    summary = 'A config file repeats a key'
     consequences = (HYGIENE,)
 
 
