@@ -109,7 +109,9 @@ def _build_app():
             from ckptlint.render.text import render
         text = render(report)
         if output:
-            _write_atomic(output, text)
+            from ckptlint.fsutil import atomic_write
+
+            atomic_write(output, text.encode('utf-8'))
         else:
             sys.stdout.write(text)
         threshold = Severity(fail_on.value).rank
@@ -231,24 +233,6 @@ def _build_app():
             sys.stdout.write(f"## {title}\n{body}\n\n")
 
     return app
-
-
-def _write_atomic(path: str, text: str) -> None:
-    import os
-    import tempfile
-
-    d = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".ckptlint-", dir=d)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def main(argv: list[str] | None = None) -> None:

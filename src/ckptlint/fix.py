@@ -13,14 +13,13 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ckptlint.deployment import Deployment
 from ckptlint.engine import check_loaded
 from ckptlint.findings import Finding
+from ckptlint.fsutil import atomic_write
 from ckptlint.reader import load_checkpoint
 from ckptlint.targets import Target, newest_targets
 
@@ -122,21 +121,7 @@ def write_fix(path: str, fix: FixPlan, backup: bool = True) -> list[str]:
         if orig.exists():
             notes.append(f"kept the existing {orig.name} (it is the older original)")
         else:
-            _atomic_write(orig, dest.read_bytes())
+            atomic_write(orig, dest.read_bytes())
             notes.append(f"original saved as {orig.name}")
-    _atomic_write(dest, fix.new_text.encode("utf-8"))
+    atomic_write(dest, fix.new_text.encode("utf-8"))
     return notes
-
-
-def _atomic_write(dest: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -22,17 +22,20 @@ def _glob_to_regex(entry: str) -> re.Pattern[str] | None:
         return None
 
 
+def _regex_pred(entry: str) -> Predicate | None:
+    # `re:` entries: re.match, anchored at the start only (compressed-tensors / Quark convention).
+    try:
+        rx = re.compile(entry[3:])
+    except re.error:
+        return None
+    return lambda name: rx.match(name) is not None
+
+
 def _compile_one(mode: str, entry: str) -> Predicate | None:
     if mode == "exact":
         return entry.__eq__
     if mode == "exact_or_regex":
-        if entry.startswith("re:"):
-            try:
-                rx = re.compile(entry[3:])
-            except re.error:
-                return None
-            return lambda name: rx.match(name) is not None
-        return entry.__eq__
+        return _regex_pred(entry) if entry.startswith("re:") else entry.__eq__
     if mode == "substring":
         return lambda name: entry in name
     if mode == "substring_ci":
@@ -40,11 +43,7 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
         return lambda name: low in name.lower()
     if mode == "suffix":
         if entry.startswith("re:"):
-            try:
-                rx = re.compile(entry[3:])
-            except re.error:
-                return None
-            return lambda name: rx.match(name) is not None
+            return _regex_pred(entry)
         dotted = "." + entry
         return lambda name: name == entry or name.endswith(dotted)
     if mode == "dotted_path":
