@@ -9,11 +9,7 @@ from ckptlint.rules.mtp_weights_missing import MtpWeightsMissing
 from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
 from ckptlint.rules.quantization_mismatch import QuantizationMismatch
 from ckptlint.rules.target_support import NotSimulated, TargetNotVerified, TargetUnsupported
-
-try:  # container rules (reader findings)
-    from ckptlint.rules.container import CONTAINER_RULES
-except ImportError:  # pragma: no cover - during bring-up only
-    CONTAINER_RULES = ()
+from ckptlint.rules.container import CONTAINER_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
