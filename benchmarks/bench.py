@@ -1,0 +1,397 @@
+#!/usr/bin/env python3
+"""Benchmark ``ckptlint check`` against the cost of merely reading the safetensors headers.
+
+    .venv/bin/python benchmarks/bench.py                       # full scale, 5 reps
+    .venv/bin/python benchmarks/bench.py --scale tiny --reps 1 # seconds; what the smoke test runs
+
+Generates (once; cached by parameters) full-scale sparse checkpoints with ckptlint's own builder
+into the work dir, then times, alternating, per checkpoint: the floor (read + json.loads every
+header), safetensors.safe_open listing every key/dtype/shape, ``ckptlint check --format json``
+end to end, and ckptlint's phases in-process; plus ``ckptlint --version`` against
+``python -c pass``. Every measured command is its own process; wall time, peak RSS and
+/proc/<pid>/io are taken from the parent. See benchmarks/README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from layouts import LAYOUTS, BenchSpec  # noqa: E402
+
+PY = sys.executable
+GIB = 1 << 30
+MIB = 1 << 20
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def ensure_checkpoint(spec: BenchSpec, scale: str, workdir: Path, log) -> tuple[Path, dict[str, Any]]:
+    """Generate ``spec`` under ``workdir`` unless a copy with the same parameters is there."""
+    from ckptlint.testing.builder import write_checkpoint
+
+    dest = workdir / f"{spec.name}-{scale}"
+    stamp = workdir / f"{spec.name}-{scale}.stamp.json"
+    key = spec.key()
+    if dest.is_dir() and stamp.is_file():
+        try:
+            if json.loads(stamp.read_text()).get("key") == key:
+                return dest, {"cached": True, "seconds": 0.0}
+        except ValueError:
+            pass
+    log(f"generating {spec.name} ({scale}) into {dest} ...")
+    t0 = time.perf_counter()
+    tmp = workdir / f".{spec.name}-{scale}.tmp"
+    for d in (tmp, dest):
+        if d.exists():
+            shutil.rmtree(d)
+    stamp.unlink(missing_ok=True)
+    config, tensors, hf_quant = spec.build()
+    write_checkpoint(tmp, config=config, tensors=tensors, shards=spec.shards, hf_quant_config=hf_quant,
+                     sparse=True)
+    tmp.rename(dest)
+    secs = time.perf_counter() - t0
+    stamp.write_text(json.dumps({"key": key, "name": spec.name, "scale": scale, "params": spec.params,
+                                 "shards": spec.shards, "tensors": len(tensors),
+                                 "generation_s": round(secs, 3)}, indent=2) + "\n")
+    log(f"  {len(tensors):,} tensors in {spec.shards} shards, {secs:.1f} s")
+    return dest, {"cached": False, "seconds": secs}
+
+
+def describe_checkpoint(path: Path) -> dict[str, Any]:
+    apparent = disk = 0
+    shards = 0
+    header_bytes = 0
+    for e in os.scandir(path):
+        st = e.stat()
+        apparent += st.st_size
+        disk += st.st_blocks * 512
+        if e.name.endswith(".safetensors"):
+            shards += 1
+            with open(e.path, "rb") as f:
+                header_bytes += 8 + int.from_bytes(f.read(8), "little")
+    idx = path / "model.safetensors.index.json"
+    return {"apparent_bytes": apparent, "disk_bytes": disk, "shards": shards, "header_bytes": header_bytes,
+            "index_bytes": idx.stat().st_size if idx.exists() else 0}
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def run_measured(cmd: list[str], *, capture: bool = False) -> dict[str, Any]:
+    """Run ``cmd`` as a process; wall time, exit code, peak RSS (wait4) and /proc/<pid>/io
+    (read after exit, before the zombie is reaped)."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    out = p.stdout.read() if capture else b""  # type: ignore[union-attr]
+    err = p.stderr.read()  # type: ignore[union-attr]
+    os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+    wall = time.perf_counter() - t0
+    io: dict[str, int] = {}
+    try:
+        with open(f"/proc/{p.pid}/io") as fh:
+            for line in fh:
+                k, _, v = line.partition(":")
+                io[k.strip()] = int(v)
+    except OSError:
+        pass
+    _, status, ru = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)
+    for s in (p.stdout, p.stderr):
+        if s is not None:
+            s.close()
+    return {"wall_s": wall, "rc": p.returncode, "max_rss_kib": ru.ru_maxrss, "rchar": io.get("rchar"),
+            "read_bytes": io.get("read_bytes"), "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
+            "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace")}
+
+
+def ckptlint_cmd() -> list[str]:
+    exe = Path(PY).with_name("ckptlint")
+    return [str(exe)] if exe.exists() else [PY, "-m", "ckptlint"]
+
+
+def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    walls = [r["wall_s"] for r in runs]
+    rchars = [r["rchar"] for r in runs if r["rchar"] is not None]
+    return {
+        "median_s": statistics.median(walls),
+        "min_s": min(walls),
+        "runs_s": [round(w, 4) for w in walls],
+        "user_s": statistics.median(r["user_s"] for r in runs),
+        "sys_s": statistics.median(r["sys_s"] for r in runs),
+        "max_rss_kib": max(r["max_rss_kib"] for r in runs),
+        "rchar": int(statistics.median(rchars)) if rchars else None,
+        "read_bytes": max((r["read_bytes"] or 0) for r in runs) if rchars else None,
+        "exit_codes": sorted({r["rc"] for r in runs}),
+    }
+
+
+def measure_checkpoint(path: Path, reps: int, warmup: int, log) -> dict[str, Any]:
+    cmds = {
+        "floor": [PY, str(HERE / "floor.py"), str(path)],
+        "safe_open": [PY, str(HERE / "safeopen_list.py"), str(path)],
+        "ckptlint": ckptlint_cmd() + ["check", str(path), "--format", "json"],
+        "phases": [PY, str(HERE / "phases.py"), str(path)],
+    }
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in cmds}
+    phase_runs: list[dict[str, Any]] = []
+    for rep in range(warmup + reps):
+        for kind, cmd in cmds.items():
+            r = run_measured(cmd, capture=kind != "ckptlint")
+            if kind == "ckptlint" and r["rc"] not in (0, 1):
+                raise SystemExit(f"ckptlint check failed (exit {r['rc']}): {r['stderr'][-2000:]}")
+            if kind != "ckptlint" and r["rc"] != 0:
+                raise SystemExit(f"{kind} failed (exit {r['rc']}): {r['stderr'][-2000:]}")
+            if rep >= warmup:
+                runs[kind].append(r)
+                if kind == "phases":
+                    phase_runs.append(json.loads(r["stdout"]))
+        if rep >= warmup:
+            log(f"  rep {rep - warmup + 1}/{reps}: " + ", ".join(
+                f"{k} {runs[k][-1]['wall_s']:.3f}s" for k in cmds))
+    out: dict[str, Any] = {k: summarize(v) for k, v in runs.items()}
+    floor_out = runs["floor"][0]["stdout"].split()
+    out["floor"]["tensors"] = int(floor_out[1])
+    out["floor"]["header_bytes"] = int(floor_out[2])
+    out["safe_open"]["tensors"] = int(runs["safe_open"][0]["stdout"].split()[1])
+    keys = ["import_engine_s", "import_cli_s", "import_s", "targets_s", "read_s", "simulate_s", "rules_s",
+            "render_s", "check_s", "total_s"]
+    last = phase_runs[-1]
+    out["phases"].update({k: statistics.median(p[k] for p in phase_runs) for k in keys})
+    for k in ("targets", "tensors", "shards", "bytes_read", "findings", "findings_by_code", "output_bytes"):
+        out["phases"][k] = last[k]
+    return out
+
+
+def measure_startup(reps: int, warmup: int) -> dict[str, Any]:
+    cmds = {"python_pass": [PY, "-c", "pass"], "ckptlint_version": ckptlint_cmd() + ["--version"]}
+    runs: dict[str, list[dict[str, Any]]] = {k: [] for k in cmds}
+    for rep in range(warmup + reps):
+        for kind, cmd in cmds.items():
+            r = run_measured(cmd, capture=True)
+            if r["rc"] != 0:
+                raise SystemExit(f"{kind} failed: {r['stderr'][-2000:]}")
+            if rep >= warmup:
+                runs[kind].append(r)
+    out = {k: summarize(v) for k, v in runs.items()}
+    out["ratio"] = out["ckptlint_version"]["median_s"] / out["python_pass"]["median_s"]
+    return out
+
+
+def import_profile(top: int = 12) -> dict[str, Any]:
+    """``python -X importtime`` of what ``ckptlint check`` imports (one run, so noisy): the total,
+    the top modules by cumulative time (nesting depth <= 2) and by self time."""
+    code = "import ckptlint.cli, typer, ckptlint.engine, ckptlint.render.json_out, ckptlint.targets"
+    r = subprocess.run([PY, "-X", "importtime", "-c", code], capture_output=True, text=True)
+    rows = []
+    for line in r.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        parts = line[len("import time:"):].split("|")
+        if len(parts) != 3:
+            continue
+        try:
+            self_us, cum_us, name = int(parts[0]), int(parts[1]), parts[2].rstrip()
+        except ValueError:
+            continue
+        depth = (len(name) - len(name.lstrip())) // 2
+        rows.append({"module": name.strip(), "self_ms": self_us / 1000, "cumulative_ms": cum_us / 1000,
+                     "depth": depth})
+    return {"total_ms": sum(x["self_ms"] for x in rows),
+            "top_cumulative": sorted((x for x in rows if x["depth"] <= 2), key=lambda x: -x["cumulative_ms"])[:top],
+            "top_self": sorted(rows, key=lambda x: -x["self_ms"])[:top]}
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    mem = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    try:
+        from ckptlint import __version__ as ckv
+    except Exception:  # pragma: no cover
+        ckv = None
+    try:
+        import safetensors
+
+        stv = safetensors.__version__
+    except Exception:  # pragma: no cover
+        stv = None
+    return {"cpu_model": cpu or platform.processor() or None, "cores": os.cpu_count(),
+            "mem_total_bytes": mem, "python": platform.python_version(),
+            "python_implementation": platform.python_implementation(), "platform": platform.platform(),
+            "ckptlint_version": ckv, "safetensors_version": stv}
+
+
+# --------------------------------------------------------------------------- targets & report
+
+
+def acceptance(results: dict[str, Any]) -> list[dict[str, Any]]:
+    cks = results["checkpoints"]
+    out = []
+
+    def add(name: str, measured: Any, limit: Any, ok: bool) -> None:
+        out.append({"target": name, "measured": measured, "limit": limit, "pass": bool(ok)})
+
+    ds = cks.get("deepseek")
+    if ds:
+        c, f = ds["ckptlint"]["median_s"], ds["floor"]["median_s"]
+        add("deepseek: ckptlint <= 3x floor", round(c / f, 2), 3, c <= 3 * f)
+        add("deepseek: ckptlint wall < 1 s", round(c, 3), 1.0, c < 1.0)
+        rss = ds["ckptlint"]["max_rss_kib"] * 1024
+        add("deepseek: ckptlint peak RSS <= 200 MiB", round(rss / MIB, 1), 200, rss <= 200 * MIB)
+    mi = cks.get("million")
+    if mi:
+        if ds:
+            c = mi["ckptlint"]["median_s"] / ds["ckptlint"]["median_s"]
+            add("million: ckptlint <= 12x deepseek time", round(c, 2), 12, c <= 12)
+        rss = mi["ckptlint"]["max_rss_kib"] * 1024
+        add("million: ckptlint peak RSS <= 1 GiB", round(rss / MIB, 1), 1024, rss <= GIB)
+    st = results.get("startup")
+    if st:
+        add("ckptlint --version <= 2x python -c pass", round(st["ratio"], 2), 2, st["ratio"] <= 2)
+    return out
+
+
+def fmt_table(results: dict[str, Any]) -> str:
+    lines = []
+    hdr = (f"{'checkpoint':<10} {'tensors':>9} {'shards':>6} {'app.GB':>7} {'floor s':>8} {'safe_open s':>11} "
+           f"{'ckptlint s':>10} {'ck/floor':>8} {'RSS floor':>9} {'RSS s_o':>8} {'RSS ck':>8} "
+           f"{'hdr MB':>7} {'ck read MB':>10} {'ck rchar MB':>11}")
+    lines.append(hdr)
+    lines.append("-" * len(hdr))
+    for name, r in results["checkpoints"].items():
+        mb = lambda kib: f"{kib / 1024:.0f}M"  # noqa: E731
+        lines.append(
+            f"{name:<10} {r['tensors']:>9,} {r['shards']:>6} {r['apparent_bytes'] / 1e9:>7.1f} "
+            f"{r['floor']['median_s']:>8.3f} {r['safe_open']['median_s']:>11.3f} {r['ckptlint']['median_s']:>10.3f} "
+            f"{r['ratio_ckptlint_floor']:>8.2f} {mb(r['floor']['max_rss_kib']):>9} "
+            f"{mb(r['safe_open']['max_rss_kib']):>8} {mb(r['ckptlint']['max_rss_kib']):>8} "
+            f"{r['header_bytes'] / 1e6:>7.1f} {r['phases']['bytes_read'] / 1e6:>10.1f} "
+            f"{(r['ckptlint']['rchar'] or 0) / 1e6:>11.1f}")
+    lines.append("")
+    hdr2 = (f"{'phases (s)':<10} {'import':>7} {'(cli+typer)':>11} {'targets':>8} {'read':>7} {'simulate':>8} "
+            f"{'rules':>7} {'render':>7} {'findings':>8}")
+    lines.append(hdr2)
+    lines.append("-" * len(hdr2))
+    for name, r in results["checkpoints"].items():
+        p = r["phases"]
+        lines.append(f"{name:<10} {p['import_s']:>7.3f} {p['import_cli_s']:>11.3f} {p['targets_s']:>8.3f} "
+                     f"{p['read_s']:>7.3f} {p['simulate_s']:>8.3f} {p['rules_s']:>7.3f} {p['render_s']:>7.3f} "
+                     f"{p['findings']:>8}")
+    st = results.get("startup")
+    if st:
+        lines.append("")
+        lines.append(f"startup: python -c pass {st['python_pass']['median_s'] * 1000:.1f} ms, "
+                     f"ckptlint --version {st['ckptlint_version']['median_s'] * 1000:.1f} ms "
+                     f"(ratio {st['ratio']:.2f})")
+    if results.get("acceptance"):
+        lines.append("")
+        lines.append(f"acceptance targets (scale {results['scale']}"
+                     + ("; only meaningful at full scale" if results["scale"] != "full" else "") + "):")
+        for a in results["acceptance"]:
+            lines.append(f"  [{'PASS' if a['pass'] else 'FAIL'}] {a['target']}: measured {a['measured']} "
+                         f"(limit {a['limit']})")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", choices=("tiny", "full"), default="full")
+    ap.add_argument("--only", action="append", choices=sorted(LAYOUTS),
+                    help="only this checkpoint (repeatable); default: all")
+    ap.add_argument("--reps", type=int, default=5, help="timed repetitions of each measurement (median reported)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed rounds first (page cache, .pyc)")
+    ap.add_argument("--workdir", type=Path, default=HERE / "out", help="where checkpoints are generated (cached)")
+    ap.add_argument("--json-out", type=Path, default=None, help="results JSON (default: WORKDIR/results.json)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also cProfile `ckptlint check` in-process on each checkpoint (WORKDIR/profile-NAME.txt)")
+    ap.add_argument("--generate-only", action="store_true", help="generate the checkpoints and stop")
+    ap.add_argument("--quiet", action="store_true")
+    args = ap.parse_args(argv)
+    if args.reps < 1:
+        ap.error("--reps must be >= 1")
+    log = (lambda *a: None) if args.quiet else (lambda *a: print(*a, file=sys.stderr, flush=True))
+    workdir: Path = args.workdir.resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    json_out = args.json_out or workdir / "results.json"
+    names = args.only or list(LAYOUTS)
+
+    results: dict[str, Any] = {
+        "schema": 1,
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "scale": args.scale, "reps": args.reps, "warmup": args.warmup,
+        "machine": machine_info(),
+        "commands": {"ckptlint": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(ckptlint_cmd()))
+                     + " check PATH --format json > /dev/null"},
+        "checkpoints": {},
+    }
+    paths: dict[str, tuple[Path, dict[str, Any], BenchSpec]] = {}
+    for name in names:
+        spec = LAYOUTS[name](args.scale)
+        path, gen = ensure_checkpoint(spec, args.scale, workdir, log)
+        paths[name] = (path, gen, spec)
+    if args.generate_only:
+        return 0
+
+    log(f"startup: python -c pass vs ckptlint --version ({max(5, args.reps)} reps)")
+    results["startup"] = measure_startup(max(5, args.reps), args.warmup)
+    results["import_profile"] = import_profile()
+    for name, (path, gen, spec) in paths.items():
+        log(f"measuring {name} ({args.scale}): {args.reps} reps + {args.warmup} warm-up")
+        desc = describe_checkpoint(path)
+        m = measure_checkpoint(path, args.reps, args.warmup, log)
+        entry: dict[str, Any] = {"description": spec.description, "dir": path.name, "generation": gen,
+                                 "tensors": m["floor"]["tensors"], **desc, **m}
+        entry["ratio_ckptlint_floor"] = m["ckptlint"]["median_s"] / m["floor"]["median_s"]
+        entry["ratio_safe_open_floor"] = m["safe_open"]["median_s"] / m["floor"]["median_s"]
+        if args.profile:
+            prof_file = workdir / f"profile-{name}.txt"
+            r = run_measured([PY, str(HERE / "phases.py"), str(path), "--profile", str(prof_file), "--top", "25"],
+                             capture=True)
+            if r["rc"] == 0:
+                entry["profile"] = json.loads(r["stdout"])
+                entry["profile"]["file"] = prof_file.name
+            else:
+                entry["profile"] = {"error": r["stderr"][-2000:]}
+        results["checkpoints"][name] = entry
+    results["acceptance"] = acceptance(results)
+    json_out.parent.mkdir(parents=True, exist_ok=True)
+    json_out.write_text(json.dumps(results, indent=2) + "\n")
+    print(fmt_table(results))
+    log(f"results written to {json_out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
