@@ -99,7 +99,11 @@ def check(workdir: Path, data: bytes) -> None:
             lib = {k: (h.get_slice(k).get_dtype(), tuple(h.get_slice(k).get_shape())) for k in h.keys()}
     except Exception as e:  # noqa: BLE001 - any refusal by the library
         assert ours, f"safetensors refuses ({e}) but ckptlint reports no load error: {ck.issues}"
-        assert any(f.error_text and str(e).startswith(f.error_text) for f in ours), (str(e), [f.error_text for f in ours])
+        # Same kind of error; the tensor the library names is not compared: among tensors with
+        # tied offsets it depends on the library's hash-map order, which varies between runs.
+        kind = str(e).split("`")[0]
+        assert any(f.error_text and (str(e).startswith(f.error_text) or f.error_text.split("`")[0] == kind)
+                   for f in ours), (str(e), [f.error_text for f in ours])
     else:
         assert not ours, [f.message for f in ours]
         assert {n: (t.dtype, t.shape) for n, t in ck.tensors.items()} == lib

@@ -173,3 +173,18 @@ def test_cf311_invalid_quant_config(tmp_path, qc, fragment):
 def test_cf311_passes_on_valid_config(tmp_path):
     rep = run(build(tmp_path, glm5_quark_mxfp4()), "sglang==0.5.23")
     assert not [f for f in rep.findings if f.code == "CF311"]
+
+
+# --- IX204 per target: what a missing shard does depends on the release -------------------------
+def test_ix204_missing_shard_consequence_per_release(tmp_path):
+    path = build(tmp_path, glm5_quark_mxfp4(mtp_exclude="fixed"), shards=3)
+    (path / "model-00003-of-00003.safetensors").unlink()
+    rep = run(path, "sglang==0.5.16", "sglang==0.5.17", "vllm==0.33.0")
+    got = {f.target: f for f in rep.findings if f.code == "IX204"}
+    # docs/upstream-checks.md A6: 0.5.15/0.5.16 silently load the present shards; 0.5.17 raises.
+    assert got["sglang==0.5.16"].consequence.value == "silent-corruption"
+    assert got["sglang==0.5.17"].consequence.value == "load-error"
+    assert got["sglang==0.5.17"].error_text.startswith(
+        "RuntimeError: model.safetensors.index.json references 1 shard file(s) missing from ")
+    assert got["sglang==0.5.17"].error_text.endswith("(incomplete download?): ['model-00003-of-00003.safetensors']")
+    assert got["vllm==0.33.0"].consequence.value == "silent-corruption"

@@ -8,9 +8,12 @@ findings with the rule's code in ``Checkpoint.issues`` and the rule surfaces the
 
 from __future__ import annotations
 
-from ckptlint.findings import Consequence
+import copy
+from typing import Iterator
+
+from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
-from ckptlint.rules.base import ReaderRule, Rule
+from ckptlint.rules.base import ReaderRule, Rule, RuleContext
 
 LOAD = Consequence.LOAD_ERROR
 SILENT = Consequence.SILENT_CORRUPTION
@@ -536,7 +539,33 @@ class IndexMissingShard(ReaderRule):
     code = C.IX_MISSING_SHARD
     name = "index-missing-shard"
     summary = 'The index names a shard file that does not exist'
-    consequences = (LOAD,)
+    consequences = (LOAD, Consequence.SILENT_CORRUPTION)
+    # What happens depends on the release (target data `loading.missing_shard`): SGLang <= 0.5.16
+    # and vLLM load the shards that are present and leave the rest uninitialised; SGLang >= 0.5.17
+    # refuses to start. So this reader finding is reported once per target.
+    scope = "target"
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        issues = [i for i in ctx.checkpoint.issues if i.code == self.code]
+        if not issues:
+            return
+        if ctx.target is None:
+            yield from super().check(ctx)
+            return
+        outcome = ctx.target.data.loading.missing_shard
+        files = [i.data.get("shard") for i in issues]
+        text = (outcome.error or "").format(index_file=ctx.checkpoint.index_file or "model.safetensors.index.json",
+                                             n=len(files), dir=ctx.checkpoint.root, files=files) or None
+        for i in issues:
+            f = copy.copy(i)
+            f.name, f.target = self.name, ctx.target.id
+            f.consequence = Consequence(outcome.consequence)
+            f.severity = f.consequence.default_severity
+            f.error_text = text
+            f.data = dict(i.data)
+            if outcome.note:
+                f.message = f"{i.message}; {ctx.target.resolved}: {outcome.note}"
+            yield f
 
 
 class IndexTensorNotInShard(ReaderRule):
