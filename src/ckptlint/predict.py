@@ -24,6 +24,8 @@ class Mismatch:
 
 
 def _shape(shape) -> str:
+    if not shape:
+        return "[]"
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
@@ -48,7 +50,8 @@ def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mi
             return None
         if scheme.changes_shape:
             pshape = scheme.weight_shape(n, k)
-            text = _shape_error(loading, rm, pshape, scheme.weight_dtype, w.shape, w.dtype, k // scheme.pack, k)
+            a = pshape[-1] if scheme.layout not in ("gptq",) else pshape[0]
+            text = _shape_error(loading, rm, pshape, scheme.weight_dtype, w.shape, w.dtype, a, k)
             return Mismatch(shard, "unquantized-into-quantized", Consequence.LOAD_ERROR, text,
                             f"{scheme.name} allocates {scheme.weight_dtype} {_shape(pshape)} for the "
                             f"{w.dtype} {_shape(w.shape)} weight")
@@ -65,7 +68,7 @@ def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mi
                             f"the unquantized layer allocates {float_dtype} {_shape(pshape)} for the packed "
                             f"{w.dtype} {_shape(w.shape)} weight")
         extra = [s for s in st.scales]
-        up = loading.unexpected_param
+        up = unexpected_outcome(plan)
         scale_name = f"{shard.ckpt_module}.{extra[0]}" if extra else None
         if extra and up.consequence == "load-error":
             text = (up.error or "").format(name=_param_name(rm, shard, extra[0]))
@@ -78,9 +81,20 @@ def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mi
     return None
 
 
+def plan_arch_w2(shard: Shard) -> bool:
+    return shard.proj in ("down_proj", "w2")
+
+
+def unexpected_outcome(plan: Plan):
+    """What the model's loader does with a checkpoint tensor that has no runtime parameter."""
+    if plan.arch is not None and plan.arch.unexpected_param is not None:
+        return plan.arch.unexpected_param
+    return plan.target.data.loading.unexpected_param
+
+
 def _param_name(rm: RuntimeModule, shard: Shard, suffix: str) -> str:
     if rm.kind == "moe":
-        shard_id = "w2" if shard.proj == "down_proj" else "w13"
+        shard_id = "w2" if plan_arch_w2(shard) else "w13"
         return f"{rm.name}.{shard_id}_{suffix}"
     return f"{rm.name}.{suffix}"
 
@@ -103,3 +117,89 @@ def suggested_entries(plan: Plan, rm: RuntimeModule) -> list[str]:
     if rm.kind != "moe" and last in packed and not method.direct_fused_match:
         return [rm.name.replace(last, s) for s in packed[last]]
     return [rm.name]
+
+
+# --- layout of quantized modules ---------------------------------------------------------------
+# Suffixes frameworks skip or route elsewhere without error: KV-cache scales (remapped to the
+# attention module), biases, GPTQ g_idx (dropped by vLLM's checkpoint mapper), Quark output scales.
+IGNORED_SUFFIXES = frozenset({"k_scale", "v_scale", "q_scale", "kv_scale", "prob_output_scale", "output_scale",
+                              "bias", "g_idx", "weight_shape", "k_bias", "v_bias", "pre_quant_scale"})
+
+
+@dataclass
+class LayoutIssue:
+    kind: str  # missing | unexpected | scale-name | shape | dtype | group
+    shard: Shard
+    suffix: str
+    detail: str
+    consequence: Consequence
+    error_text: str | None = None
+
+
+def layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIssue]:
+    d = rm.decision
+    st = shard.stored
+    if d is None or not d.quantized or d.scheme is None or not st.quantized or st.weight is None:
+        return []
+    scheme = d.scheme
+    stored = {t.name.rsplit(".", 1)[-1]: (t.dtype, t.shape) for t in shard.tensors}
+    dims = scheme.logical_dims(stored)
+    if dims is None or scheme.layout == "gptoss_mxfp4":
+        return []
+    n, k = dims
+    loading = plan.target.data.loading
+    out: list[LayoutIssue] = []
+    if scheme.group and k % scheme.group:
+        out.append(LayoutIssue("group", shard, "", f"in-features {k} is not a multiple of the {scheme.name} group "
+                               f"size {scheme.group}", Consequence.LOAD_ERROR))
+        return out
+    exp = scheme.expected(n, k)
+    missing = [s for s, e in exp.items() if e.required and s not in stored]
+    unexpected = [s for s in stored if s not in exp and s not in IGNORED_SUFFIXES]
+    # A scale under another scale's name (fp8 block `weight_scale` vs `weight_scale_inv`, vLLM #43564).
+    scale_pairs = [(m, u) for m in missing for u in unexpected if "scale" in m and "scale" in u]
+    for m, u in scale_pairs[:1]:
+        missing.remove(m)
+        unexpected.remove(u)
+        up = unexpected_outcome(plan)
+        cons = Consequence(up.consequence)
+        out.append(LayoutIssue("scale-name", shard, u, f"the checkpoint names the scale `{u}` but "
+                               f"{plan.target.resolved} registers `{m}` for {scheme.name}; "
+                               + ("loading fails on the unknown name" if cons is Consequence.LOAD_ERROR else
+                                  f"`{u}` is skipped and `{m}` keeps its placeholder value"),
+                               cons if cons is Consequence.LOAD_ERROR else Consequence.SILENT_CORRUPTION,
+                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+    ms = plan.method.missing_scale if plan.method is not None else None
+    for m in missing:
+        cons = Consequence(ms.consequence) if ms is not None and "scale" in m else Consequence.SILENT_CORRUPTION
+        text = (ms.error or "").format(module=rm.name) if ms is not None and "scale" in m and ms.error else None
+        out.append(LayoutIssue("missing", shard, m, f"`{shard.ckpt_module}.{m}` is missing: the parameter keeps "
+                               "its initial value (nothing checks that it was loaded)"
+                               if cons is not Consequence.LOAD_ERROR else f"`{shard.ckpt_module}.{m}` is missing",
+                               cons, text))
+    for u in unexpected:
+        up = unexpected_outcome(plan)
+        out.append(LayoutIssue("unexpected", shard, u, f"`{shard.ckpt_module}.{u}` has no parameter in a "
+                               f"{scheme.name} module", Consequence(up.consequence),
+                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+    for suffix, e in exp.items():
+        if suffix not in stored:
+            continue
+        dtype, shape = stored[suffix]
+        if e.shapes is not None and tuple(shape) not in e.shapes:
+            want = e.shapes[0]
+            text = (loading.moe_shape_mismatch.format(a=want[-1] if want else 1, b=shape[-1] if shape else 1,
+                                                      dim=max(len(shape) - 1, 0))
+                    if rm.kind == "moe" else
+                    loading.shape_mismatch.get(rm.loader or "", loading.shape_mismatch.get("default", "")).format(
+                        pshape=_shape(want), pdtype=TORCH_DTYPE.get(e.dtypes[0], e.dtypes[0]),
+                        lshape=_shape(shape), ldtype=TORCH_DTYPE.get(dtype, dtype)))
+            out.append(LayoutIssue("shape", shard, suffix, f"`{shard.ckpt_module}.{suffix}` is {_shape(shape)}, "
+                                   f"{scheme.name} expects {' or '.join(_shape(s) for s in e.shapes)} for "
+                                   f"[N={n}, K={k}]", Consequence.LOAD_ERROR, text))
+        elif dtype not in e.dtypes and (e.integer_coded or suffix in ("weight", "weight_packed", "qweight")
+                                         or dtype not in ("BF16", "F16", "F32")):
+            out.append(LayoutIssue("dtype", shard, suffix, f"`{shard.ckpt_module}.{suffix}` is {dtype}, "
+                                   f"{scheme.name} expects {'/'.join(e.dtypes)}: same shape, so it is cast "
+                                   "without error and its values are wrong", Consequence.SILENT_CORRUPTION))
+    return out

@@ -24,7 +24,7 @@ QUANT_SUFFIXES = frozenset({
     "qweight", "qzeros", "scales", "weight_zero_point", "weight_global_scale",
     "input_global_scale", "g_idx", "weight_shape",
 })
-WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight")
+WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight", "gate_up_proj_blocks", "gate_up_proj")
 
 
 @dataclass
@@ -104,6 +104,7 @@ class Plan:
     gpu: str | None = None
     platform: str | None = None
     deployment_text: str | None = None
+    generic: bool = False  # simulated with the generic architecture rules
 
     @property
     def simulated(self) -> bool:
@@ -114,7 +115,7 @@ class Plan:
 def classify_stored(tensors: list[TensorInfo]) -> Stored:
     by_suffix = {t.name.rsplit(".", 1)[-1]: t for t in tensors}
     weight = next((by_suffix[s] for s in WEIGHT_SUFFIXES if s in by_suffix), None)
-    scales = sorted(s for s in by_suffix if s in QUANT_SUFFIXES)
+    scales = sorted(s for s in by_suffix if s in QUANT_SUFFIXES or s.endswith("_scales"))
     if weight is None:
         return Stored(None, None, scales)
     quantized = (not weight.is_float) or bool(scales)
@@ -134,6 +135,17 @@ def classify_stored(tensors: list[TensorInfo]) -> Stored:
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:
     return template.replace("{mtp}", str(mapping["mtp"])) if "{mtp}" in template else template
+
+
+def _rename_entry(entry: str, rules) -> str:
+    # A name mapper rewrites plain names; it cannot translate `re:` or glob entries (vLLM #28072).
+    if entry.startswith("re:") or "*" in entry:
+        return entry
+    for r in rules:
+        new, n = re.subn(r.pattern, r.to, entry, count=1)
+        if n:
+            return new
+    return entry
 
 
 def _map_substr(entry: str, mapper: dict[str, str]) -> str:
@@ -185,8 +197,13 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     quant, qfindings = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None,
                                           ckpt.hf_quant_config)
     arch = target.architecture(arch_name) if arch_name else None
+    generic = False
+    if arch is None and arch_name is not None:
+        arch = target.architecture("*")
+        generic = arch is not None
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = Plan(target, arch_name, arch, quant, method, quant_findings=qfindings)
+    plan.generic = generic
     what = (quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})") if quant else None
     if quant is not None and method is not None and not method.supported:
         plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
@@ -260,6 +277,7 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
     draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
     renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
+    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
 
     groups: dict[str, list[TensorInfo]] = {}
     for t in ckpt.tensors.values():
@@ -278,6 +296,11 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
         elif layer is not None and nhl is not None and layer >= nhl:
             role = "extra"
         name = module
+        if role != "draft" and arch_renames:
+            for rx, to in arch_renames:
+                if rx.search(name):
+                    name = rx.sub(to, name, count=1)
+                    break
         if role == "draft":
             keep = _fmt(draft.keep_prefix, {"mtp": layer})
             if not (module + ".").startswith(keep):
@@ -317,6 +340,13 @@ def _exclude_lists(plan: Plan) -> None:
         return out
 
     main = [_map_substr(e, arch.mapper_substr) for e in entries] if (method.apply_mapper and arch.mapper_substr) else list(entries)
+    if method.apply_mapper and arch.rename:
+        main = [_rename_entry(e, arch.rename) for e in main]
+    if not main and method.infer_skip_from_dtypes:
+        # vLLM AWQ: an empty modules_to_not_convert is inferred from the checkpoint: every module
+        # whose tensors are all floating point is skipped.
+        main = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
+                       if s.stored.quantized is False})
     plan.exclude_main = variants(main)
     draft = plan.draft
     if draft is None:
@@ -362,6 +392,8 @@ def _decide(plan: Plan, config: dict[str, Any]) -> None:
             plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
     forced = draft is not None and quant.method_key in draft.quant_none_for
     for rm in plan.modules.values():
+        if rm.role == "extra":
+            continue
         rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
                                      packed, forced)
 
@@ -381,16 +413,18 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
         return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
     entry, how, error = _excluded(rm, method, excl, packed)
     if error:
-        err = method.mixed_shards
+        err = method.moe_mixed if rm.kind == "moe" and method.moe_mixed else method.mixed_shards
         short = [s.split(" ")[0].rpartition(".")[2] for s in error]
         text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
         return Decision(False, f"fused shards disagree: {error}", error=text,
                         error_consequence=err.consequence if err else "load-error")
     if entry is not None:
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
-    scheme = quant.scheme_for(rm.name, rm.loader)
+    last = rm.name.rpartition(".")[2]
+    shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
+    scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)
     if scheme is None:
-        return Decision(False, "no quantization scheme applies (layer config resolves to none)")
+        return Decision(False, "the quantization config assigns it no scheme (no target / layer entry matches)")
     return Decision(True, f"no {plan.exclude_key or 'skip-list'} entry matches under {method.match}; "
                     f"built {scheme.name}", scheme=scheme)
 

@@ -1,8 +1,10 @@
 """Quantization configs: lenient models of what quantizers write, and the schemes they imply.
 
-Parsing never raises on user input: problems become findings (CF31x) and the config is
-treated as unknown. ``QuantConfig.method_key`` selects the method rules in the target data
-(``quark``, ``modelopt_fp8``, ``modelopt_fp4``, ``fp8``, ...).
+Parsing never raises on user input: problems become CF311 findings and the config is treated as
+unknown. ``QuantConfig.method_key`` selects the method rules in the target data (``quark``,
+``modelopt_fp8``, ``modelopt_fp4``, ``modelopt_mixed``, ``fp8``, ``compressed-tensors``, ``gptq``,
+``awq``, ``mxfp4``, ...). ``scheme_for`` answers, for a runtime module the target did not exclude,
+which scheme the config assigns it (None: the config leaves it unquantized).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.quant.schemes import Scheme, scheme_fp8, scheme_from_quark_layer, SCHEMES
+from ckptlint.quant.schemes import SCHEMES, Scheme, scheme_fp8, scheme_from_quark_layer
 
 __all__ = ["QuantConfig", "parse_quant_config", "Scheme", "SCHEMES"]
 
@@ -40,6 +42,7 @@ class ModelOptFlat(Lenient):
     exclude_modules: list[str] | None = None
     modules_to_not_convert: list[str] | None = None
     group_size: int | None = None
+    quantized_layers: dict[str, Any] | None = None
 
 
 class ModelOptNested(Lenient):
@@ -47,6 +50,7 @@ class ModelOptNested(Lenient):
     exclude_modules: list[str] | None = None
     group_size: int | None = None
     kv_cache_quant_algo: str | None = None
+    quantized_layers: dict[str, Any] | None = None
 
 
 class Fp8Config(Lenient):
@@ -54,6 +58,55 @@ class Fp8Config(Lenient):
     activation_scheme: str | None = None
     weight_block_size: list[int] | None = None
     ignored_layers: list[str] | None = None
+    modules_to_not_convert: list[str] | None = None
+
+
+class CTArgs(Lenient):
+    num_bits: int = 8
+    type: str = "int"
+    symmetric: bool = True
+    group_size: int | None = None
+    strategy: str | None = None
+    block_structure: list[int] | None = None
+    dynamic: bool | str = False
+    actorder: str | bool | None = None
+
+
+class CTGroup(Lenient):
+    targets: list[str]
+    weights: CTArgs | None = None
+    input_activations: CTArgs | None = None
+    format: str | None = None
+
+
+class CTConfig(Lenient):
+    quant_method: str
+    config_groups: dict[str, CTGroup] = {}
+    ignore: list[str] | None = None
+    format: str | None = None
+    version: str | None = None
+
+
+class GptqConfig(Lenient):
+    quant_method: str
+    bits: int = 4
+    group_size: int = 128
+    desc_act: bool = False
+    sym: bool = True
+    lm_head: bool = False
+    dynamic: dict[str, dict[str, Any]] | None = None
+    checkpoint_format: str | None = None
+    modules_in_block_to_quantize: list[Any] | None = None
+
+
+class AwqConfig(Lenient):
+    quant_method: str
+    bits: int | None = None
+    w_bit: int | None = None
+    group_size: int | None = None
+    q_group_size: int | None = None
+    zero_point: bool = True
+    version: str | None = None
     modules_to_not_convert: list[str] | None = None
 
 
@@ -71,21 +124,108 @@ class QuantConfig:
     def exclude_list(self, keys: list[str]) -> tuple[str | None, list[str]]:
         """The skip list the framework reads: first of ``keys`` present in the config."""
         for key in keys:
+            if key == "dynamic:-":  # GPTQModel negative `dynamic` rules, as `re:` entries
+                dyn = self.raw.get("dynamic")
+                if isinstance(dyn, dict):
+                    return "dynamic", ["re:" + k[2:] for k in dyn if isinstance(k, str) and k.startswith("-:")]
+                continue
             val = self.raw.get(key)
             if isinstance(val, list):
                 return key, [v for v in val if isinstance(v, str)]
         return None, []
 
-    def scheme_for(self, module: str, runtime_class: str | None = None) -> Scheme | None:
+    def scheme_for(self, module: str, kind: str, loader: str | None = None,
+                   shards: list[str] | None = None) -> Scheme | None:
         for pattern, scheme in self.layer_schemes:
             if fnmatch.fnmatchcase(module, pattern):
                 return scheme
-        if runtime_class and runtime_class in self.type_schemes:
-            return self.type_schemes[runtime_class]
+        if loader and loader in self.type_schemes:
+            return self.type_schemes[loader]
         return self.default_scheme
 
 
-_NORMALISE = {"compressed_tensors": "compressed-tensors"}
+@dataclass
+class CompressedTensorsConfig(QuantConfig):
+    groups: list[tuple[list[str], Scheme | None]] = field(default_factory=list)
+
+    def _match_name(self, name: str) -> Scheme | None | bool:
+        for targets, scheme in self.groups:
+            for t in targets:
+                if t.startswith("re:"):
+                    try:
+                        if re.match(t[3:], name):
+                            return scheme
+                    except re.error:
+                        continue
+                elif t == name:
+                    return scheme
+        return False
+
+    def scheme_for(self, module: str, kind: str, loader: str | None = None,
+                   shards: list[str] | None = None) -> Scheme | None:
+        # vLLM/SGLang find_matched_target: a layer-name match (exact or re:), then every shard of a
+        # fused module, then a case-insensitive substring of the module class name ("Linear"
+        # matches every *Linear class and FusedMoE's alias, never ParallelLMHead).
+        hit = self._match_name(module)
+        if hit is not False:
+            return hit  # type: ignore[return-value]
+        if shards:
+            hits = [self._match_name(s) for s in shards]
+            if all(h is not False for h in hits):
+                return hits[0]  # type: ignore[return-value]
+        cls = "linear" if kind in ("linear", "moe") else (loader or kind).lower()
+        for targets, scheme in self.groups:
+            if any(not t.startswith("re:") and t.lower() in cls for t in targets):
+                return scheme
+        return None
+
+
+@dataclass
+class GptqLikeConfig(QuantConfig):
+    positive: list[tuple[re.Pattern[str], dict[str, Any]]] = field(default_factory=list)
+    lm_head: bool = False
+
+    def scheme_for(self, module: str, kind: str, loader: str | None = None,
+                   shards: list[str] | None = None) -> Scheme | None:
+        if kind == "lm_head" and not self.lm_head:
+            return None
+        s = self.default_scheme
+        for rx, override in self.positive:
+            if rx.match(module) and s is not None:
+                bits = override.get("bits", s.bits)
+                group = override.get("group_size", s.group)
+                s = s.with_(bits=bits, group=group, pack=32 // bits if isinstance(bits, int) and bits else s.pack)
+                break
+        return s
+
+
+@dataclass
+class Mxfp4Config(QuantConfig):
+    def scheme_for(self, module: str, kind: str, loader: str | None = None,
+                   shards: list[str] | None = None) -> Scheme | None:
+        return self.default_scheme if kind == "moe" else None
+
+
+@dataclass
+class ModelOptMixedConfig(QuantConfig):
+    layers: dict[str, Scheme | None] = field(default_factory=dict)
+
+    def scheme_for(self, module: str, kind: str, loader: str | None = None,
+                   shards: list[str] | None = None) -> Scheme | None:
+        # vLLM _resolve_quant_algo: exact name, then fused shards, then any key under the prefix.
+        if module in self.layers:
+            return self.layers[module]
+        for s in shards or []:
+            if s in self.layers:
+                return self.layers[s]
+        start = module + "."
+        for k, v in self.layers.items():
+            if k.startswith(start):
+                return v
+        return None
+
+
+_NORMALISE = {"compressed_tensors": "compressed-tensors", "gptq_marlin": "gptq", "awq_marlin": "awq"}
 
 
 def _method_name(cfg: dict[str, Any]) -> str | None:
@@ -96,8 +236,14 @@ def _method_name(cfg: dict[str, Any]) -> str | None:
     return _NORMALISE.get(m, m)
 
 
-def _bad(code: str, message: str, file: str, **kw: Any) -> Finding:
-    return Finding(code=code, consequence=Consequence.LOAD_ERROR, message=message, file=file, **kw)
+def _bad(message: str, file: str, **kw: Any) -> Finding:
+    return Finding(code="CF311", consequence=Consequence.LOAD_ERROR, message=message, file=file, **kw)
+
+
+def _validation_finding(exc: ValidationError, where: str, method: str, file: str) -> Finding:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    return _bad(f"`{where}.{loc}` is invalid for quant_method {method!r}: {err.get('msg')}", file)
 
 
 def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str, Any] | None
@@ -111,9 +257,8 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
     findings: list[Finding] = []
     qc = config.get("quantization_config") if isinstance(config, dict) else None
     if qc is not None and not isinstance(qc, dict):
-        findings.append(_bad("CF311", f"`quantization_config` in config.json is a {type(qc).__name__}, "
-                             "not an object; frameworks cannot read it", "config.json",
-                             error_text="AttributeError / TypeError while reading quantization_config"))
+        findings.append(_bad(f"`quantization_config` in config.json is a {type(qc).__name__}, not an object; "
+                             "frameworks cannot read it", "config.json"))
         qc = None
     if qc is None and isinstance(hf_quant_config, dict):
         return _parse_hf_quant_config(hf_quant_config, findings)
@@ -121,74 +266,161 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
         return None, findings
     method = _method_name(qc)
     if method is None:
-        findings.append(_bad("CF311", "`quantization_config.quant_method` is missing or not a string",
-                             "config.json"))
+        findings.append(_bad("`quantization_config.quant_method` is missing or not a string", "config.json"))
         return None, findings
+    parser = _PARSERS.get(method)
+    if parser is None:
+        return QuantConfig(method=method, method_key=method, source_file="config.json", raw=qc,
+                           default_scheme=None, known=False), findings
     try:
-        if method == "quark":
-            return _parse_quark(qc), findings
-        if method in ("modelopt", "modelopt_fp4", "modelopt_fp8"):
-            return _parse_modelopt_flat(qc, method), findings
-        if method == "fp8":
-            return _parse_fp8(qc), findings
+        return parser(qc, method), findings
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        findings.append(_bad("CF311", f"`quantization_config.{loc}` is invalid for quant_method "
-                             f"{method!r}: {err.get('msg')}", "config.json"))
+        findings.append(_validation_finding(exc, "quantization_config", method, "config.json"))
         return None, findings
-    return QuantConfig(method=method, method_key=method, source_file="config.json", raw=qc,
-                       default_scheme=None, known=False), findings
 
 
-def _parse_quark(qc: dict[str, Any]) -> QuantConfig:
+def _parse_quark(qc: dict[str, Any], method: str) -> QuantConfig:
     model = QuarkConfig.model_validate(qc)
     layer = [(k, scheme_from_quark_layer(v)) for k, v in (model.layer_quant_config or {}).items()]
     types = {k: scheme_from_quark_layer(v) for k, v in (model.layer_type_quant_config or {}).items()}
-    return QuantConfig("quark", "quark", "config.json", qc,
-                       scheme_from_quark_layer(model.global_quant_config), layer, types)
+    return QuantConfig("quark", "quark", "config.json", qc, scheme_from_quark_layer(model.global_quant_config),
+                       layer, types)
 
 
-def _modelopt_key(algo: str | None) -> tuple[str, Scheme | None]:
+def _modelopt_scheme(algo: str | None, group: int | None = None) -> tuple[str, Scheme | None]:
     a = (algo or "").upper()
     if a in ("NVFP4", "NVFP4_AWQ", "W4A16_NVFP4"):
-        return "modelopt_fp4", SCHEMES["nvfp4"]
+        return "modelopt_fp4", SCHEMES["nvfp4"].with_(group=group or 16, static_input=a != "W4A16_NVFP4")
     if a == "FP8":
-        return "modelopt_fp8", SCHEMES["fp8"]
+        return "modelopt_fp8", SCHEMES["fp8"].with_(static_input=True)
+    if a == "FP8_PER_CHANNEL_PER_TOKEN":
+        return "modelopt_fp8", SCHEMES["fp8_channel"]
+    if a == "MIXED_PRECISION":
+        return "modelopt_mixed", None
     return f"modelopt:{a or 'none'}", None
+
+
+def _mixed(cfg: dict[str, Any], method: str, source: str, layers: dict[str, Any] | None) -> QuantConfig:
+    schemes = {}
+    for name, spec in (layers or {}).items():
+        algo = spec.get("quant_algo") if isinstance(spec, dict) else None
+        schemes[name] = _modelopt_scheme(algo, spec.get("group_size") if isinstance(spec, dict) else None)[1]
+    return ModelOptMixedConfig("modelopt", "modelopt_mixed", source, cfg, None, layers=schemes)
 
 
 def _parse_modelopt_flat(qc: dict[str, Any], method: str) -> QuantConfig:
     model = ModelOptFlat.model_validate(qc)
-    key, scheme = _modelopt_key(model.quant_algo)
-    if method == "modelopt_fp4" and model.quant_algo is None:
-        key, scheme = "modelopt_fp4", SCHEMES["nvfp4"]
+    algo = model.quant_algo or {"modelopt_fp4": "NVFP4", "modelopt_fp8": "FP8", "modelopt_mixed": "MIXED_PRECISION"}.get(method)
+    key, scheme = _modelopt_scheme(algo, model.group_size)
+    if key == "modelopt_mixed":
+        return _mixed(qc, method, "config.json", model.quantized_layers)
     return QuantConfig("modelopt", key, "config.json", qc, scheme, known=scheme is not None)
 
 
 def _parse_hf_quant_config(hq: dict[str, Any], findings: list[Finding]) -> tuple[QuantConfig | None, list[Finding]]:
     q = hq.get("quantization")
     if not isinstance(q, dict):
-        findings.append(_bad("CF311", "hf_quant_config.json has no `quantization` object", "hf_quant_config.json"))
+        findings.append(_bad("hf_quant_config.json has no `quantization` object", "hf_quant_config.json"))
         return None, findings
     try:
         model = ModelOptNested.model_validate(q)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err.get("loc", ()))
-        findings.append(_bad("CF311", f"`quantization.{loc}` in hf_quant_config.json is invalid: {err.get('msg')}",
-                             "hf_quant_config.json"))
+        findings.append(_validation_finding(exc, "quantization", "modelopt", "hf_quant_config.json"))
         return None, findings
-    key, scheme = _modelopt_key(model.quant_algo)
+    key, scheme = _modelopt_scheme(model.quant_algo, model.group_size)
+    if key == "modelopt_mixed":
+        return _mixed(q, "modelopt", "hf_quant_config.json", model.quantized_layers), findings
     return QuantConfig("modelopt", key, "hf_quant_config.json", q, scheme, known=scheme is not None), findings
 
 
-def _parse_fp8(qc: dict[str, Any]) -> QuantConfig:
+def _parse_fp8(qc: dict[str, Any], method: str) -> QuantConfig:
     model = Fp8Config.model_validate(qc)
-    block = model.weight_block_size
-    scheme = scheme_fp8(block, static=(model.activation_scheme == "static"))
+    scheme = scheme_fp8(model.weight_block_size, static=(model.activation_scheme == "static"))
     return QuantConfig("fp8", "fp8", "config.json", qc, scheme)
 
 
-def quark_layer_key_regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(fnmatch.translate(pattern))
+def _ct_version(v: str | None) -> tuple[int, ...]:
+    nums = re.findall(r"\d+", v or "")
+    return tuple(int(x) for x in nums[:3]) if nums else (0,)
+
+
+def _ct_scheme(group: CTGroup, top_format: str | None, version: tuple[int, ...]) -> Scheme | None:
+    w = group.weights
+    if w is None:
+        return None
+    fmt = (group.format or top_format or "").lower()
+    static = group.input_activations is not None and group.input_activations.dynamic is False
+    strategy = (w.strategy or ("group" if (w.group_size or 0) > 0 else "channel" if w.group_size == -1 else "tensor")).lower()
+    gs = w.group_size if (w.group_size or 0) > 0 else None
+    if w.type == "float" and w.num_bits == 4:
+        if fmt == "mxfp4-pack-quantized" or gs == 32:
+            return Scheme("mxfp4", "ct_mxfp4", "U8", pack=2, bits=4, group=32, description="compressed-tensors MXFP4")
+        return Scheme("nvfp4", "ct_nvfp4", "U8", pack=2, bits=4, group=16,
+                      static_input=group.input_activations is not None,
+                      description="compressed-tensors NVFP4" + ("" if group.input_activations else "A16"))
+    if w.type == "float" and w.num_bits == 8:
+        block = tuple(w.block_structure) if w.block_structure and len(w.block_structure) == 2 else None
+        name = "fp8_block" if block else "fp8_channel" if strategy == "channel" else "fp8_group" if gs else "fp8"
+        return Scheme(name, "ct_float", "F8_E4M3", bits=8, group=gs, block=block, static_input=static,  # type: ignore[arg-type]
+                      description=f"compressed-tensors FP8 ({strategy})")
+    if w.type == "int" and w.num_bits == 8 and fmt in ("int-quantized", "naive-quantized", ""):
+        return Scheme("int8" + ("_channel" if strategy == "channel" else ""), "ct_float", "I8", bits=8, group=gs,
+                      static_input=static, description="compressed-tensors INT8")
+    if w.type == "int":
+        bits = w.num_bits
+        dense = version >= (0, 18, 0)
+        per = 32 // bits if bits in (1, 2, 4, 8) or not dense else None
+        actorder = w.actorder in ("group", True)
+        return Scheme(f"w{bits}a16", "ct_pack", "I32", pack=per or 1, bits=bits, group=gs, symmetric=w.symmetric,
+                      actorder=actorder, extra=(("dense", bool(dense and per is None)),),
+                      description=f"compressed-tensors W{bits}A16 ({strategy}, pack-quantized)")
+    return None
+
+
+def _parse_ct(qc: dict[str, Any], method: str) -> QuantConfig:
+    model = CTConfig.model_validate(qc)
+    version = _ct_version(model.version)
+    groups = [(g.targets, _ct_scheme(g, model.format, version)) for g in model.config_groups.values()]
+    first = next((s for _, s in groups if s is not None), None)
+    return CompressedTensorsConfig("compressed-tensors", "compressed-tensors", "config.json", qc, first,
+                                   groups=groups)
+
+
+def _parse_gptq(qc: dict[str, Any], method: str) -> QuantConfig:
+    model = GptqConfig.model_validate(qc)
+    bits = model.bits
+    scheme = Scheme(f"gptq_w{bits}", "gptq", "I32", pack=32 // bits if bits in (2, 4, 8) else 1, bits=bits,
+                    group=model.group_size if model.group_size > 0 else None, symmetric=model.sym,
+                    actorder=model.desc_act, description=f"GPTQ {bits}-bit, group {model.group_size}")
+    positive = []
+    for k, v in (model.dynamic or {}).items():
+        if isinstance(k, str) and not k.startswith("-:") and isinstance(v, dict):
+            pat = k[2:] if k.startswith("+:") else k
+            try:
+                positive.append((re.compile(pat), v))
+            except re.error:
+                continue
+    return GptqLikeConfig("gptq", "gptq", "config.json", qc, scheme, positive=positive, lm_head=model.lm_head)
+
+
+def _parse_awq(qc: dict[str, Any], method: str) -> QuantConfig:
+    model = AwqConfig.model_validate(qc)
+    bits = model.bits or model.w_bit or 4
+    group = model.group_size or model.q_group_size or 128
+    scheme = Scheme(f"awq_w{bits}", "awq", "I32", pack=32 // bits if bits in (2, 4, 8) else 1, bits=bits,
+                    group=group if group > 0 else None, symmetric=not model.zero_point,
+                    description=f"AWQ {bits}-bit, group {group}")
+    return GptqLikeConfig("awq", "awq", "config.json", qc, scheme)
+
+
+def _parse_mxfp4(qc: dict[str, Any], method: str) -> QuantConfig:
+    scheme = Scheme("mxfp4", "gptoss_mxfp4", "U8", pack=2, bits=4, group=32,
+                    description="MXFP4 experts (gpt-oss _blocks/_scales)")
+    return Mxfp4Config("mxfp4", "mxfp4", "config.json", qc, scheme)
+
+
+_PARSERS = {
+    "quark": _parse_quark, "modelopt": _parse_modelopt_flat, "modelopt_fp4": _parse_modelopt_flat,
+    "modelopt_fp8": _parse_modelopt_flat, "modelopt_mixed": _parse_modelopt_flat, "fp8": _parse_fp8,
+    "compressed-tensors": _parse_ct, "gptq": _parse_gptq, "awq": _parse_awq, "mxfp4": _parse_mxfp4,
+}

@@ -69,6 +69,40 @@ class NotSimulated(Rule):
         yield self.finding(ctx, Consequence.HYGIENE, plan.not_simulated, file="config.json")
 
 
+class GenericSimulation(Rule):
+    """
+    ## What it does
+    Says, once per target, that the checkpoint's architecture has no entry of its own in the
+    target data, so its load was simulated with the generic rules (q/k/v -> `qkv_proj`,
+    gate/up -> `gate_up_proj`, experts -> one FusedMoE, routers and norms unquantized).
+
+    ## Why is this bad?
+    Model-specific renames, fused modules and loader strictness are not known: findings are
+    likely but not certain, and a clean result is weaker evidence than for a known architecture.
+
+    ## Example
+    A `Qwen2MoeForCausalLM` checkpoint checked against a release whose data has no entry for it.
+
+    ## How to fix
+    Nothing to fix in the checkpoint; add the architecture to the target data to get exact
+    predictions.
+    """
+
+    code = "TG604"
+    name = "generic-simulation"
+    summary = "The architecture was simulated with the generic loading rules"
+    consequences = (Consequence.HYGIENE,)
+
+    def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        plan = ctx.plan
+        if plan is None or not plan.generic or not plan.simulated:
+            return
+        yield self.finding(ctx, Consequence.HYGIENE,
+                           f"{plan.target.resolved} data has no entry for {plan.arch_name}: simulated with the "
+                           "generic loading rules (fused q/k/v and gate/up, experts, routers and norms unquantized)",
+                           file="config.json")
+
+
 class TargetNotVerified(Rule):
     """
     ## What it does

@@ -75,6 +75,10 @@ class MethodRules(Strict):
     # Also keep a copy of each entry with a leading ``model.`` added/removed.
     model_prefix_variants: bool = False
     mixed_shards: Outcome | None = None  # construction error when fused shards disagree
+    moe_mixed: Outcome | None = None  # construction error when expert 0's projections disagree
+    missing_scale: Outcome | None = None  # a registered scale the checkpoint lacks (default: silent)
+    # vLLM AWQ: an empty skip list is inferred from the safetensors dtypes (all-float modules).
+    infer_skip_from_dtypes: bool = False
 
 
 class Stacked(Strict):
@@ -139,6 +143,11 @@ class Architecture(Strict):
     packed_modules_mapping: dict[str, list[str]] = Field(default_factory=dict)
     kinds: list[KindRule] = Field(default_factory=list)
     mapper_substr: dict[str, str] = Field(default_factory=dict)
+    # Runtime prefix rewrite of checkpoint module paths (the model's hf_to_*_mapper renames), in
+    # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
+    rename: list[Rename] = Field(default_factory=list)
+    unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
+    generic: bool = False  # the fallback used for architectures without their own entry
     draft: Draft | None = None
 
 

@@ -287,3 +287,201 @@ def modelopt_nvfp4(dims: MoeDims | None = None, *, mtp_quantized: bool = False, 
         cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
                                       "ignore": exclude, "producer": hq["producer"]}
     return Spec(cfg, layout.tensors(modules), hf_quant_config=hq, notes={"mtp_layers": sorted(mtp)})
+
+
+# --- dense and generic MoE models (Llama / Qwen2 / Qwen3 / Qwen3-MoE / Mixtral / gpt-oss) -----
+@dataclass
+class DenseDims:
+    arch: str = "LlamaForCausalLM"
+    model_type: str = "llama"
+    num_hidden_layers: int = 2
+    hidden: int = 256
+    intermediate: int = 512
+    heads: int = 4
+    kv_heads: int = 2
+    head_dim: int = 64
+    vocab: int = 128
+    n_experts: int = 0  # > 0: MoE MLP
+    moe_intermediate: int = 128
+    moe_block: str = "mlp"  # Mixtral: "block_sparse_moe"
+    expert_projs: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")  # Mixtral: w1, w3, w2
+    router: str = "gate"
+    qk_norm: bool = False
+    tie_word_embeddings: bool = False
+
+    def config(self) -> dict[str, Any]:
+        cfg = {"architectures": [self.arch], "model_type": self.model_type, "hidden_size": self.hidden,
+               "intermediate_size": self.intermediate, "num_hidden_layers": self.num_hidden_layers,
+               "num_attention_heads": self.heads, "num_key_value_heads": self.kv_heads, "head_dim": self.head_dim,
+               "vocab_size": self.vocab, "torch_dtype": "bfloat16", "tie_word_embeddings": self.tie_word_embeddings}
+        if self.n_experts:
+            cfg.update({"num_experts": self.n_experts, "num_local_experts": self.n_experts,
+                        "moe_intermediate_size": self.moe_intermediate, "num_experts_per_tok": 2})
+        return cfg
+
+
+def dense_modules(d: DenseDims) -> list[Module]:
+    H = d.hidden
+    out: list[Module] = [Module("model.embed_tokens", (d.vocab, H), "embed")]
+    for L in range(d.num_hidden_layers):
+        p = f"model.layers.{L}"
+        out += [Module(f"{p}.self_attn.q_proj", (d.heads * d.head_dim, H), "attn", L),
+                Module(f"{p}.self_attn.k_proj", (d.kv_heads * d.head_dim, H), "attn", L),
+                Module(f"{p}.self_attn.v_proj", (d.kv_heads * d.head_dim, H), "attn", L),
+                Module(f"{p}.self_attn.o_proj", (H, d.heads * d.head_dim), "attn", L),
+                Module(f"{p}.input_layernorm", (H,), "norm", L),
+                Module(f"{p}.post_attention_layernorm", (H,), "norm", L)]
+        if d.qk_norm:
+            out += [Module(f"{p}.self_attn.q_norm", (d.head_dim,), "norm", L),
+                    Module(f"{p}.self_attn.k_norm", (d.head_dim,), "norm", L)]
+        if d.n_experts:
+            g, u, dn = d.expert_projs
+            I = d.moe_intermediate
+            out.append(Module(f"{p}.{d.moe_block}.{d.router}", (d.n_experts, H), "router", L))
+            for e in range(d.n_experts):
+                out += [Module(f"{p}.{d.moe_block}.experts.{e}.{g}", (I, H), "expert", L),
+                        Module(f"{p}.{d.moe_block}.experts.{e}.{u}", (I, H), "expert", L),
+                        Module(f"{p}.{d.moe_block}.experts.{e}.{dn}", (H, I), "expert", L)]
+        else:
+            I = d.intermediate
+            out += [Module(f"{p}.mlp.gate_proj", (I, H), "dense_mlp", L),
+                    Module(f"{p}.mlp.up_proj", (I, H), "dense_mlp", L),
+                    Module(f"{p}.mlp.down_proj", (H, I), "dense_mlp", L)]
+    out.append(Module("model.norm", (H,), "norm"))
+    if not d.tie_word_embeddings:
+        out.append(Module("lm_head", (d.vocab, H), "lm_head"))
+    return out
+
+
+def mixtral_dims(**kw: Any) -> DenseDims:
+    base = dict(arch="MixtralForCausalLM", model_type="mixtral", n_experts=4, moe_block="block_sparse_moe",
+                expert_projs=("w1", "w3", "w2"), kv_heads=2)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def qwen3_moe_dims(**kw: Any) -> DenseDims:
+    base = dict(arch="Qwen3MoeForCausalLM", model_type="qwen3_moe", n_experts=4, qk_norm=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def store_ct_w4a16(m: Module, group: int = 128) -> list[Tensor]:
+    n, k = m.shape
+    return [(f"{m.path}.weight_packed", "I32", (n, cdiv(k, 8))), (f"{m.path}.weight_scale", "BF16", (n, cdiv(k, group))),
+            (f"{m.path}.weight_shape", "I64", (2,))]
+
+
+def store_ct_fp8_channel(m: Module) -> list[Tensor]:
+    n, k = m.shape
+    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "BF16", (n, 1))]
+
+
+def store_ct_nvfp4(m: Module) -> list[Tensor]:
+    n, k = m.shape
+    return [(f"{m.path}.weight_packed", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "F8_E4M3", (n, cdiv(k, 16))),
+            (f"{m.path}.weight_global_scale", "F32", (1,)), (f"{m.path}.input_global_scale", "F32", (1,))]
+
+
+def store_gptq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
+    n, k = m.shape
+    g = cdiv(k, group) if group > 0 else 1
+    return [(f"{m.path}.qweight", "I32", (k * bits // 32, n)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
+            (f"{m.path}.scales", "F16", (g, n)), (f"{m.path}.g_idx", "I32", (k,))]
+
+
+def store_awq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
+    n, k = m.shape
+    g = cdiv(k, group)
+    return [(f"{m.path}.qweight", "I32", (k, n * bits // 32)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
+            (f"{m.path}.scales", "F16", (g, n))]
+
+
+def store_fp8_tensor(m: Module) -> list[Tensor]:
+    n, k = m.shape
+    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "F32", ()),
+            (f"{m.path}.input_scale", "F32", ())]
+
+
+STORES.update({"ct_w4a16": store_ct_w4a16, "ct_fp8_channel": store_ct_fp8_channel, "ct_nvfp4": store_ct_nvfp4,
+               "gptq": store_gptq, "awq": store_awq, "fp8_tensor": store_fp8_tensor})
+
+
+def all_linears(fmt: str, *, skip: Callable[[Module], bool] = lambda m: m.category in ("lm_head", "embed", "router")) -> Layout:
+    return Layout(lambda m: None if skip(m) else fmt)
+
+
+def ct_config(fmt: str = "pack-quantized", *, ignore: list[str] | None = None, targets: list[str] | None = None,
+              weights: dict[str, Any] | None = None, input_activations: dict[str, Any] | None = None,
+              version: str = "0.12.2") -> dict[str, Any]:
+    w = weights or {"num_bits": 4, "type": "int", "symmetric": True, "group_size": 128, "strategy": "group",
+                    "dynamic": False, "actorder": None, "block_structure": None, "observer": "minmax"}
+    return {"quant_method": "compressed-tensors", "format": fmt, "quantization_status": "compressed",
+            "config_groups": {"group_0": {"targets": targets or ["Linear"], "weights": w,
+                                          "input_activations": input_activations, "output_activations": None,
+                                          "format": fmt}},
+            "ignore": ["lm_head"] if ignore is None else ignore, "kv_cache_scheme": None,
+            "sparsity_config": {}, "transform_config": {}, "version": version,
+            "global_compression_ratio": None}
+
+
+def gptq_config(**kw: Any) -> dict[str, Any]:
+    cfg = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True,
+           "damp_percent": 0.01, "true_sequential": True, "checkpoint_format": "gptq", "lm_head": False}
+    cfg.update(kw)
+    return cfg
+
+
+def awq_config(**kw: Any) -> dict[str, Any]:
+    cfg = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm",
+           "modules_to_not_convert": None}
+    cfg.update(kw)
+    return cfg
+
+
+def dense_spec(d: DenseDims, layout: Layout, quantization_config: dict[str, Any] | None,
+               hf_quant_config: dict[str, Any] | None = None) -> Spec:
+    cfg = d.config()
+    if quantization_config is not None:
+        cfg["quantization_config"] = quantization_config
+    return Spec(cfg, layout.tensors(dense_modules(d)), hf_quant_config=hf_quant_config)
+
+
+def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128, experts: int = 4,
+                 experts_fmt: str = "mxfp4", attn_fmt: str | None = None,
+                 modules_to_not_convert: list[str] | None = None) -> Spec:
+    """gpt-oss layout: experts fused per layer on disk (`gate_up_proj_blocks` [E, 2I, H/32, 16] …),
+    attention, router and embeddings BF16 (checkpoint-formats.md §2.5)."""
+    H, I, E = hidden, intermediate, experts
+    t: list[Tensor] = [("model.embed_tokens.weight", "BF16", (128, H))]
+    for L in range(layers):
+        p = f"model.layers.{L}"
+        for proj, shape in (("q_proj", (H, H)), ("k_proj", (H // 2, H)), ("v_proj", (H // 2, H)), ("o_proj", (H, H))):
+            m = Module(f"{p}.self_attn.{proj}", shape, "attn", L)
+            t += STORES[attn_fmt or "bf16"](m)
+            t.append((f"{p}.self_attn.{proj}.bias", "BF16", (shape[0],)))
+        t += [(f"{p}.self_attn.sinks", "BF16", (4,)), (f"{p}.input_layernorm.weight", "BF16", (H,)),
+              (f"{p}.post_attention_layernorm.weight", "BF16", (H,)),
+              (f"{p}.mlp.router.weight", "BF16", (E, H)), (f"{p}.mlp.router.bias", "BF16", (E,))]
+        if experts_fmt == "mxfp4":
+            t += [(f"{p}.mlp.experts.gate_up_proj_blocks", "U8", (E, 2 * I, H // 32, 16)),
+                  (f"{p}.mlp.experts.gate_up_proj_scales", "U8", (E, 2 * I, H // 32)),
+                  (f"{p}.mlp.experts.gate_up_proj_bias", "BF16", (E, 2 * I)),
+                  (f"{p}.mlp.experts.down_proj_blocks", "U8", (E, H, I // 32, 16)),
+                  (f"{p}.mlp.experts.down_proj_scales", "U8", (E, H, I // 32)),
+                  (f"{p}.mlp.experts.down_proj_bias", "BF16", (E, H))]
+        else:
+            t += [(f"{p}.mlp.experts.gate_up_proj", "BF16", (E, H, 2 * I)),
+                  (f"{p}.mlp.experts.gate_up_proj_bias", "BF16", (E, 2 * I)),
+                  (f"{p}.mlp.experts.down_proj", "BF16", (E, I, H)),
+                  (f"{p}.mlp.experts.down_proj_bias", "BF16", (E, H))]
+    t += [("model.norm.weight", "BF16", (H,)), ("lm_head.weight", "BF16", (128, H))]
+    cfg = {"architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": H,
+           "intermediate_size": I, "num_hidden_layers": layers, "num_local_experts": E,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": H // 4, "vocab_size": 128,
+           "torch_dtype": "bfloat16",
+           "quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": modules_to_not_convert if
+                                   modules_to_not_convert is not None else
+                                   ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+                                    "lm_head"]}}
+    return Spec(cfg, t)
