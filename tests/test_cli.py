@@ -52,7 +52,7 @@ def test_text_output_names_module_error_and_fix():
     assert r.returncode == 1
     assert "QD401 [load-error] model.eh_proj" in r.stdout
     assert "framework prints: AssertionError: param.shape=torch.Size(" in r.stdout
-    assert "fix: add `model.eh_proj`" in r.stdout
+    assert "fix: add the runtime name(s) `model.eh_proj`" in r.stdout
 
 
 def test_framework_without_version_prints_matrix():

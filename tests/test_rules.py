@@ -11,10 +11,11 @@ import json
 
 import pytest
 
-from ckptlint.testing.models import MoeDims, deepseek_dims, glm5_quark_mxfp4, modelopt_nvfp4
+from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config, deepseek_dims, dense_spec,
+                                    glm5_quark_mxfp4, modelopt_nvfp4)
 from helpers import build, errors, run
 
-RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "CF311"}
+RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "CF311", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
 def codes(report, target=None):
@@ -134,12 +135,25 @@ def test_tg601_method_removed_from_registry(tmp_path):
     assert codes(rep, "vllm==0.11.0") == [("TG603", "hygiene", None)]  # supported there, not simulated
 
 
-def test_tg603_unknown_architecture_is_no_verdict_not_an_error(tmp_path):
+def test_tg603_unknown_quant_method_is_no_verdict_not_an_error(tmp_path):
     spec = glm5_quark_mxfp4()
+    spec.config["quantization_config"] = {"quant_method": "hqq", "nbits": 4}
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert codes(rep) == [("TG603", "hygiene", None)] * 2
+    assert all(f.severity.value == "info" for f in rep.findings)
+
+
+def test_tg604_unknown_architecture_gets_the_generic_simulation(tmp_path):
+    spec = glm5_quark_mxfp4(mtp_exclude="fixed")
     spec.config["architectures"] = ["SomeNewForCausalLM"]
     rep = run(build(tmp_path, spec), "sglang==0.5.23")
-    assert codes(rep) == [("TG603", "hygiene", None)]
-    assert rep.findings[0].severity.value == "info"
+    assert codes(rep) == [("TG604", "hygiene", None)]
+    # ...and the generic rules still catch a fused q/k/v whose shards disagree.
+    d = DenseDims(arch="SomeOtherForCausalLM")
+    spec = dense_spec(d, all_linears("awq"), awq_config(modules_to_not_convert=["model.layers.0.self_attn.q_proj"]))
+    rep = run(build(tmp_path, spec, name="dense"), "vllm==0.33.0")
+    assert ("TG604", "hygiene", None) in codes(rep)
+    assert ("QD402", "load-error", "model.layers.0.self_attn.qkv_proj") in codes(rep)
 
 
 def test_tg601_tg603_pass_on_supported_checkpoint(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,9 @@ class Report:
     plans: dict[str, Plan] = field(default_factory=dict)
     deployment: Deployment = field(default_factory=Deployment)
     timings: dict[str, float] = field(default_factory=dict)
+    # Findings dropped after the check (ckptlint.selection, ckptlint.baseline) and the config file used.
+    ignored: dict[str, int] = field(default_factory=lambda: {"by_config": 0, "by_baseline": 0})
+    config_file: str | None = None
 
     def counts(self) -> dict[str, Any]:
         sev = {s.value: 0 for s in Severity}
@@ -38,7 +42,8 @@ class Report:
             key = f.target or "(checkpoint)"
             per_target.setdefault(key, {})
             per_target[key][f.consequence.value] = per_target[key].get(f.consequence.value, 0) + 1
-        return {"total": len(self.findings), "by_severity": sev, "by_consequence": cons, "by_target": per_target}
+        return {"total": len(self.findings), "by_severity": sev, "by_consequence": cons, "by_target": per_target,
+                "ignored": dict(self.ignored)}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,6 +57,7 @@ class Report:
             "assumed_deployment": {tid: p.deployment_text for tid, p in self.plans.items() if p.deployment_text},
             "findings": [f.to_json() for f in self.findings],
             "summary": self.counts(),
+            "config_file": self.config_file,
         }
 
 
@@ -88,5 +94,61 @@ def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment
             if rule.scope == "target":
                 findings.extend(rule.check(tctx))
     t2 = time.perf_counter()
+    findings = aggregate(findings)
     findings.sort(key=Finding.sort_key)
     return Report(ckpt, targets, findings, plans, deployment, {"simulate": sim, "rules": t2 - t1 - sim})
+
+
+_LAYER_INDEX = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
+def aggregate(findings: list[Finding]) -> list[Finding]:
+    """Fold findings that repeat layer after layer into one.
+
+    Same rule, target, consequence and direction on modules whose names differ only in their
+    numeric components (``model.layers.3.mlp.gate_up_proj`` … ``model.layers.77.…``) become one
+    finding naming the first module, the pattern and the count, with every tensor and suggested
+    entry kept in its data (tensors capped at 50 like any finding).
+    """
+    groups: dict[tuple, list[Finding]] = {}
+    order: list[tuple] = []
+    for f in findings:
+        if f.module is None or f.target is None:
+            key = ("single", id(f))
+        else:
+            pattern = _LAYER_INDEX.sub("*", f.module)
+            key = (f.code, f.target, f.consequence, pattern, f.data.get("direction"),
+                   tuple(i.get("kind") for i in f.data.get("issues", [])[:1]))
+        if key not in groups:
+            groups[key] = []
+            order.append(key)
+        groups[key].append(f)
+    out: list[Finding] = []
+    for key in order:
+        fs = groups[key]
+        if len(fs) == 1:
+            out.append(fs[0])
+            continue
+        first = fs[0]
+        pattern = key[3]
+        tensors = [t for f in fs for t in f.tensors]
+        data = dict(first.data)
+        for f in fs[1:]:
+            for k, v in f.data.items():
+                if isinstance(v, list) and isinstance(data.get(k), list):
+                    data[k] = data[k] + [x for x in v if x not in data[k]]
+        modules = [f.module for f in fs]
+        data["modules"] = modules[:50]
+        data["module_count"] = len(modules)
+        data["tensor_count"] = sum(f.data.get("tensor_count", len(f.tensors)) for f in fs)
+        out.append(Finding(code=first.code, name=first.name, consequence=first.consequence,
+                           severity=first.severity, target=first.target, module=first.module, tensors=tensors,
+                           file=first.file,
+                           hint=(f"{first.hint}; likewise for the other {len(fs) - 1} module(s)"
+                                 + ("; `ckptlint fix` writes every entry" if "suggested_entries" in data else "")
+                                 if first.hint else None),
+                           error_text=first.error_text,
+                           assumptions=first.assumptions, data=data,
+                           message=f"{first.message} [the same for {len(fs) - 1} more module(s) matching "
+                                   f"`{pattern}`]"))
+    return out

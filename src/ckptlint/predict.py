@@ -37,7 +37,7 @@ def runtime_float_dtype(config: dict | None) -> str:
 def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mismatch | None:
     d = rm.decision
     st = shard.stored
-    if d is None or st.quantized is None or st.weight is None or d.error:
+    if d is None or st.quantized is None or st.weight is None or d.conflict:
         return None
     loading = plan.target.data.loading
     w = st.weight
@@ -67,7 +67,10 @@ def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mi
             return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
                             f"the unquantized layer allocates {float_dtype} {_shape(pshape)} for the packed "
                             f"{w.dtype} {_shape(w.shape)} weight")
-        extra = [s for s in st.scales]
+        wsuffix = w.name.rsplit(".", 1)[-1]
+        # A packed weight under another name (qweight, weight_packed, *_blocks) has no parameter in
+        # an unquantized layer at all; otherwise the first scale is what the loader trips on.
+        extra = ([wsuffix] if wsuffix != "weight" else []) + [s for s in st.scales]
         up = unexpected_outcome(plan)
         scale_name = f"{shard.ckpt_module}.{extra[0]}" if extra else None
         if extra and up.consequence == "load-error":
@@ -113,7 +116,8 @@ def suggested_entries(plan: Plan, rm: RuntimeModule) -> list[str]:
     if method is None:
         return [rm.name]
     last = rm.name.rpartition(".")[2]
-    packed = {**(plan.arch.packed_modules_mapping if plan.arch else {}), **method.packed_extra}
+    packed = {} if method.no_packed_mapping else {**(plan.arch.packed_modules_mapping if plan.arch else {}),
+                                                  **method.packed_extra}
     if rm.kind != "moe" and last in packed and not method.direct_fused_match:
         return [rm.name.replace(last, s) for s in packed[last]]
     return [rm.name]

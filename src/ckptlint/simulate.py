@@ -64,6 +64,7 @@ class Decision:
     forced_draft: bool = False
     error: str | None = None  # construction-time error text (e.g. mixed fused shards)
     error_consequence: str | None = None
+    conflict: bool = False  # the skip list treats the shards of this fused module differently
 
 
 @dataclass
@@ -381,7 +382,7 @@ def _decide(plan: Plan, config: dict[str, Any]) -> None:
     _exclude_lists(plan)
     main_list = compile_list(method.match, plan.exclude_main)
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
-    packed = {**arch.packed_modules_mapping, **method.packed_extra}
+    packed = {} if method.no_packed_mapping else {**arch.packed_modules_mapping, **method.packed_extra}
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
         probe = _fmt(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
@@ -416,8 +417,8 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
         err = method.moe_mixed if rm.kind == "moe" and method.moe_mixed else method.mixed_shards
         short = [s.split(" ")[0].rpartition(".")[2] for s in error]
         text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
-        return Decision(False, f"fused shards disagree: {error}", error=text,
-                        error_consequence=err.consequence if err else "load-error")
+        return Decision(False, f"fused shards disagree: {', '.join(error)}", error=text or None,
+                        error_consequence=err.consequence if err else "load-error", conflict=True)
     if entry is not None:
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
     last = rm.name.rpartition(".")[2]

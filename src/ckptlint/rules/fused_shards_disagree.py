@@ -39,7 +39,7 @@ class FusedShardsDisagree(Rule):
             return
         for rm in plan.modules.values():
             d = rm.decision
-            if d is None or not d.error and not d.reason.startswith("fused shards disagree"):
+            if d is None or not d.conflict:
                 continue
             cons = Consequence(d.error_consequence or "load-error")
             yield self.finding(

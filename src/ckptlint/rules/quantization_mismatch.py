@@ -52,7 +52,7 @@ class QuantizationMismatch(Rule):
         raw_set = set(raw_entries)
         for rm in plan.modules.values():
             d = rm.decision
-            if d is None or d.forced_draft or d.error or rm.role == "extra":
+            if d is None or d.forced_draft or d.conflict or rm.role == "extra":
                 continue
             mismatches = [m for m in (predict(plan, rm, s, fdt) for s in rm.shards) if m is not None]
             if not mismatches:
@@ -74,7 +74,7 @@ class QuantizationMismatch(Rule):
                        f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
                        f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
                 adds = suggested_entries(plan, rm)
-                hint = (f"add {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
+                hint = (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
                         + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
                 data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
                         "failed_entries": ckpt_named[:50], "suggested_entries": adds}

@@ -68,6 +68,8 @@ class MethodRules(Strict):
     moe: Literal["prefix", "children", "reversed_substring", "expert0", "never"] = "prefix"
     # Fused-module names added to the model class's packed_modules_mapping for this method.
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
+    # The method never receives the model's packed mapping: fused names are matched as they are.
+    no_packed_mapping: bool = False
     # Module kinds this method builds quantized when not excluded.
     quantizes: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe"])
     # Is the model class's checkpoint->runtime name mapper applied to the skip list?
