@@ -69,10 +69,12 @@ def _build_app():
         help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
     PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
     TpOpt = Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
+    EndpointOpt = Annotated[Optional[str], typer.Option(
+        "--endpoint", help="Hub URL for hf://ORG/REPO[@REVISION] paths (default: $HF_ENDPOINT or https://huggingface.co).")]
 
     @app.command()
     def check(
-        path: Annotated[str, typer.Argument(help="Checkpoint directory or .safetensors file.")],
+        path: Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")],
         target: TargetOpt = None,
         format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
         fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")] = FailOn.error,
@@ -81,6 +83,8 @@ def _build_app():
         platform: PlatformOpt = None,
         tp: TpOpt = 1,
         output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+        endpoint: EndpointOpt = None,
+        quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on stderr.")] = False,
     ) -> None:
         """Check a checkpoint against one or more framework releases."""
         from ckptlint.deployment import Deployment
@@ -100,7 +104,9 @@ def _build_app():
                 selected.add(r.code)
         dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
         try:
-            report = run_check(path, targets, dep, selected)
+            from ckptlint.reader import open_path
+
+            report = run_check(open_path(path, endpoint=endpoint, progress=not quiet), targets, dep, selected)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
             _usage_error(str(exc))
         if format is Format.json:
@@ -127,6 +133,7 @@ def _build_app():
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
         tp: TpOpt = 1,
+        endpoint: EndpointOpt = None,
     ) -> None:
         """Show the per-module load plan of one target: runtime module, decision, reason, stored form."""
         from ckptlint.deployment import Deployment
@@ -138,7 +145,7 @@ def _build_app():
         if len(targets) != 1:
             _usage_error("plan needs exactly one release: FRAMEWORK==VERSION")
         try:
-            ckpt = load_checkpoint(path)
+            ckpt = load_checkpoint(path, endpoint=endpoint)
         except NotACheckpoint as exc:
             _usage_error(str(exc))
         if ckpt.config is None:

@@ -16,29 +16,59 @@ class Deployment:
     speculative: bool | None = None  # None: on iff config.json declares an MTP/NextN layer
     platform: str | None = None  # "cuda" | "rocm"; None: the format's native platform
     tp: int = 1
-    gpu: str | None = None
+    gpu: str | None = None  # a key of ckptlint/hardware/gpus.toml (`ckptlint gpus`); None: the format's native GPU
+    ep: int = 1  # expert-parallel size (FusedMoE experts split over EP ranks, intermediate over TP/EP)
+    dp_attention: bool = False  # data-parallel attention (attention projections whole on every rank)
 
     def describe(self, *, platform: str, gpu: str, speculative: bool) -> str:
         spec = "MTP speculative decoding on" if speculative else "speculative decoding off"
-        return f"{gpu} ({platform}), TP={self.tp}, default server flags, {spec}"
+        if self.gpu is not None:  # --gpu: name the GPU from the data, whatever default was passed in
+            gpu, platform = default_hardware(None, None, None, self.gpu)
+        par = f"TP={self.tp}" + (f", EP={self.ep}" if self.ep != 1 else "") + (", DP attention" if self.dp_attention else "")
+        return f"{gpu} ({platform}), {par}, default server flags, {spec}"
 
 
-# The GPU on which each format runs natively with the frameworks' default kernels (DECISIONS.md).
-NATIVE_HARDWARE: dict[str, tuple[str, str]] = {
-    "nvfp4": ("NVIDIA B200 (sm100)", "cuda"),
-    "mxfp4:quark": ("AMD MI355X (gfx950)", "rocm"),
-    "mxfp4": ("NVIDIA H100 (sm90)", "cuda"),  # gpt-oss MXFP4 via Triton kernels on Hopper
-    "default": ("NVIDIA H100 (sm90)", "cuda"),  # FP8, INT4/INT8
+# The GPU on which each format runs natively with the frameworks' default kernels (DECISIONS.md):
+# keys of ckptlint/hardware/gpus.toml, which gives their names, architectures and platforms.
+NATIVE_GPU: dict[str, str] = {
+    "nvfp4": "b200",
+    "mxfp4:quark": "mi355x",
+    "mxfp4": "h100",  # gpt-oss MXFP4 via Triton kernels on Hopper
+    "default": "h100",  # FP8, INT4/INT8
 }
 
 
-def default_hardware(method: str | None, scheme: str | None, platform: str | None = None) -> tuple[str, str]:
-    """(GPU, platform) assumed for a checkpoint whose default scheme is ``scheme``."""
-    if scheme == "mxfp4" and method == "quark":
-        gpu, plat = NATIVE_HARDWARE["mxfp4:quark"]
-    else:
-        gpu, plat = NATIVE_HARDWARE.get(scheme or "", NATIVE_HARDWARE["default"])
-    if platform is not None and platform != plat:
-        gpu = "an AMD Instinct GPU" if platform == "rocm" else "an NVIDIA GPU"
-        plat = platform
-    return gpu, plat
+def default_gpu_key(method: str | None, scheme: str | None, platform: str | None = None,
+                    gpu: str | None = None) -> str | None:
+    """Key of the GPU a check assumes (None: only a platform is known, e.g. ``--platform rocm``)."""
+    if gpu is not None:
+        return gpu
+    key = NATIVE_GPU["mxfp4:quark"] if (scheme == "mxfp4" and method == "quark") else \
+        NATIVE_GPU.get(scheme or "", NATIVE_GPU["default"])
+    from ckptlint.hardware import get_gpu
+
+    g = get_gpu(key)
+    if platform is not None and g is not None and platform != _platform_of(g):
+        return None
+    return key
+
+
+def _platform_of(g) -> str:
+    from ckptlint.hardware import architecture
+
+    return architecture(g).platform
+
+
+def default_hardware(method: str | None, scheme: str | None, platform: str | None = None,
+                     gpu: str | None = None) -> tuple[str, str]:
+    """(GPU, platform) assumed for a checkpoint whose default scheme is ``scheme`` (``gpu``: a GPU
+    chosen with ``--gpu``, named as the GPU data names it)."""
+    from ckptlint.hardware import get_gpu
+
+    key = default_gpu_key(method, scheme, platform, gpu)
+    g = get_gpu(key) if key is not None else None
+    if g is None:
+        if gpu is not None:
+            return gpu, platform or "cuda"
+        return ("an AMD Instinct GPU" if platform == "rocm" else "an NVIDIA GPU"), platform or "cuda"
+    return g.label, _platform_of(g)

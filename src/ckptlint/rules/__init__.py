@@ -10,10 +10,12 @@ from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
 from ckptlint.rules.quantization_mismatch import QuantizationMismatch
 from ckptlint.rules.target_support import NotSimulated, TargetNotVerified, TargetUnsupported
 from ckptlint.rules.container import CONTAINER_RULES
+from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
-     TargetUnsupported, TargetNotVerified, NotSimulated, MtpWeightsMissing, MtpQuantizedDraftUnquantized),
+     TargetUnsupported, TargetNotVerified, NotSimulated, MtpWeightsMissing, MtpQuantizedDraftUnquantized,
+     *DEPLOYMENT_RULES),
     key=lambda r: r.code,
 ))
 

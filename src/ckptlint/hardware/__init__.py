@@ -1,0 +1,124 @@
+"""GPU data: architectures, memory and which quant formats each framework runs on them.
+
+``gpus.toml`` (strict schema below: our own data fails loudly) holds one entry per GPU and one per
+architecture; every fact carries a ``source``. ``format_key`` maps a checkpoint's quant method and
+scheme to the format keys the data uses. Nothing framework-specific is decided here: the levels
+come from the data.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Level = Literal["native", "fallback", "emulated", "unsupported", "unknown"]
+FORMAT_KEYS = ("fp8", "fp8_block", "mxfp4", "mxfp4_gptoss", "nvfp4", "mxfp6", "int4")
+_UNIT_BYTES = {"GB": 10**9, "GiB": 2**30}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Support(_Strict):
+    level: Level
+    note: str
+    source: str
+
+
+class Architecture(_Strict):
+    like: str | None = None
+    platform: Literal["cuda", "rocm"]
+    fp8_dtype: Literal["e4m3fn", "e4m3fnuz"]
+    source: str
+    # format key -> framework ("sglang" | "vllm" | "all") -> support
+    support: dict[str, dict[Literal["all", "sglang", "vllm"], Support]] = Field(default_factory=dict)
+
+
+class Gpu(_Strict):
+    key: str = ""
+    name: str
+    vendor: Literal["amd", "nvidia"]
+    architecture: str
+    memory: float
+    memory_unit: Literal["GB", "GiB"]
+    memory_kind: str
+    source: str
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory * _UNIT_BYTES[self.memory_unit])
+
+    @property
+    def label(self) -> str:
+        """How findings name the GPU, e.g. ``NVIDIA B200 (sm100)``."""
+        return f"{self.name} ({self.architecture})"
+
+
+class GpuData(_Strict):
+    schema_: int = Field(alias="schema")
+    gpus: dict[str, Gpu]
+    architectures: dict[str, Architecture]
+
+
+@lru_cache(maxsize=1)
+def gpu_data() -> GpuData:
+    raw = tomllib.loads(resources.files("ckptlint.hardware").joinpath("gpus.toml").read_text(encoding="utf-8"))
+    for key, g in raw.get("gpus", {}).items():
+        g["key"] = key
+    data = GpuData.model_validate(raw)
+    for key, g in data.gpus.items():
+        if g.architecture not in data.architectures:
+            raise ValueError(f"gpus.toml: {key} names unknown architecture {g.architecture}")
+    for key, a in data.architectures.items():
+        if a.like is not None and a.like not in data.architectures:
+            raise ValueError(f"gpus.toml: architecture {key} is like unknown {a.like}")
+        for fmt in a.support:
+            if fmt not in FORMAT_KEYS:
+                raise ValueError(f"gpus.toml: architecture {key}: unknown format key {fmt}")
+    return data
+
+
+def get_gpu(name: str) -> Gpu | None:
+    key = name.strip().lower().replace("_", "-")
+    gpus = gpu_data().gpus
+    if key in gpus:
+        return gpus[key]
+    for g in gpus.values():
+        if g.name.lower() == name.strip().lower():
+            return g
+    return None
+
+
+def architecture(gpu: Gpu) -> Architecture:
+    return gpu_data().architectures[gpu.architecture]
+
+
+def support(gpu: Gpu, fmt: str, framework: str) -> Support | None:
+    """The data's support entry for ``fmt`` on ``gpu`` under ``framework`` (None: no entry)."""
+    archs = gpu_data().architectures
+    name: str | None = gpu.architecture
+    seen: set[str] = set()
+    while name is not None and name not in seen:
+        seen.add(name)
+        arch = archs[name]
+        entry = arch.support.get(fmt)
+        if entry is not None:
+            return entry.get(framework) or entry.get("all")  # type: ignore[call-overload]
+        name = arch.like
+    return None
+
+
+def format_key(method: str | None, scheme: str | None) -> str | None:
+    """The data's format key for a quant method and scheme name (None: not a format the data covers)."""
+    if method == "mxfp4":
+        return "mxfp4_gptoss"
+    if scheme in ("fp8", "fp8_channel"):
+        return "fp8"
+    if scheme in ("fp8_block", "mxfp4", "nvfp4", "mxfp6", "int4"):
+        return scheme
+    return None

@@ -1,0 +1,191 @@
+"""``ckptlint inspect``: what a checkpoint holds and what each GPU holds under a TP/EP layout.
+
+From the headers alone: parameters and bytes by dtype and by quantization scheme, the share of
+the model that is quantized, and, under the layout of one target's load plan (which modules the
+framework replicates and which it shards, from ``hardware/parallel.toml``), the weight bytes on
+each GPU and what is left for the KV cache:
+
+    per-GPU weights = sum over loaded modules of  bytes            (replicated)
+                                                  bytes / tp       (column/row/vocab parallel)
+                                                  bytes * ceil(E/ep)/E / (tp/ep)   (FusedMoE)
+    KV cache left   = GPU memory - per-GPU weights - runtime reserve
+
+The runtime reserve is a stated assumption: by default 8% of the GPU's memory, what vLLM 0.33.0
+keeps outside its pool (default ``gpu_memory_utilization = 0.92``, vllm/config/cache.py) for
+activations, CUDA graphs and the allocator; ``--reserve-gib`` sets it. Tensors the target does
+not load (e.g. MTP layers with speculative decoding off) are not counted on the GPU.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from ckptlint.checkpoint import DTYPE_BITS, Checkpoint, TensorInfo
+from ckptlint.deployment import Deployment, default_gpu_key
+
+DEFAULT_RESERVE_FRACTION = 0.08
+_PACKED = {"U8": 2, "I32": 8}  # logical 4-bit values per stored element of packed quantized weights
+
+
+def tensor_bytes(t: TensorInfo) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n * DTYPE_BITS.get(t.dtype, 0) // 8
+
+
+def _numel(t: TensorInfo) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
+@dataclass
+class Inspection:
+    checkpoint: str
+    target: str | None
+    gpu: str | None
+    gpu_label: str | None
+    gpu_memory_bytes: int | None
+    tp: int
+    ep: int
+    dp_attention: bool
+    tensors: int = 0
+    total_bytes: int = 0
+    by_dtype: dict[str, dict[str, int]] = field(default_factory=dict)  # dtype -> {tensors, elements, bytes}
+    by_scheme: dict[str, dict[str, int]] = field(default_factory=dict)  # scheme -> {modules, params, bytes}
+    quantized_params: int = 0
+    weight_params: int = 0
+    quantized_bytes: int = 0
+    per_gpu_bytes: int | None = None
+    per_gpu_replicated_bytes: int | None = None
+    per_gpu_sharded_bytes: int | None = None
+    not_loaded_bytes: int = 0
+    reserve_bytes: int | None = None
+    kv_cache_bytes: int | None = None
+    fits: bool | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["quantized_share_params"] = self.quantized_params / self.weight_params if self.weight_params else 0.0
+        d["quantized_share_bytes"] = self.quantized_bytes / self.total_bytes if self.total_bytes else 0.0
+        return d
+
+
+def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
+                       reserve_bytes: int | None = None) -> Inspection:
+    from ckptlint.hardware import get_gpu
+    from ckptlint.hardware.parallel import layout
+    from ckptlint.simulate import simulate
+
+    plan = simulate(ckpt, target, deployment) if (target is not None and ckpt.config is not None) else None
+    q = plan.quant if plan is not None else None
+    scheme = q.default_scheme.name if q is not None and q.default_scheme is not None else None
+    key = default_gpu_key(q.method if q else None, scheme, deployment.platform, deployment.gpu)
+    gpu = get_gpu(key) if key else None
+    ins = Inspection(ckpt.root, target.id if target is not None else None, gpu.key if gpu else None,
+                     gpu.label if gpu else None, gpu.memory_bytes if gpu else None,
+                     deployment.tp, deployment.ep, deployment.dp_attention)
+    for t in ckpt.tensors.values():
+        b = tensor_bytes(t)
+        ins.tensors += 1
+        ins.total_bytes += b
+        row = ins.by_dtype.setdefault(t.dtype, {"tensors": 0, "elements": 0, "bytes": 0})
+        row["tensors"] += 1
+        row["elements"] += _numel(t)
+        row["bytes"] += b
+
+    if plan is None or not plan.simulated:
+        ins.notes.append("load not simulated for the target: per-GPU layout counts every tensor as replicated"
+                         if plan is not None else "no target: per-GPU layout not computed")
+    if plan is not None and plan.simulated:
+        lay = layout(plan, deployment)
+        seen: set[str] = set()
+        replicated = sharded = 0.0
+        for name, rm in plan.modules.items():
+            mbytes = sum(tensor_bytes(t) for s in rm.shards for t in s.tensors)
+            seen.update(t.name for s in rm.shards for t in s.tensors)
+            quantized = bool(rm.decision and rm.decision.quantized and rm.decision.scheme)
+            sname = rm.decision.scheme.name if quantized else None
+            params = 0
+            for s in rm.shards:
+                w = s.stored.weight
+                if w is None:
+                    continue
+                n = _numel(w)
+                if quantized and w.dtype in _PACKED and rm.decision.scheme.pack != 1:
+                    n *= rm.decision.scheme.pack
+                params += n
+            if params:
+                ins.weight_params += params
+                if quantized:
+                    ins.quantized_params += params
+                    ins.quantized_bytes += mbytes
+            key_s = sname or _float_name(rm)
+            row = ins.by_scheme.setdefault(key_s, {"modules": 0, "params": 0, "bytes": 0})
+            row["modules"] += 1
+            row["params"] += params
+            row["bytes"] += mbytes
+            p = lay.get(name)
+            if p is None or p.dim == "replicated" or (p.tp <= 1 and p.ep <= 1):
+                replicated += mbytes
+            elif p.dim == "moe":
+                experts = len({s.expert for s in rm.shards if s.expert is not None}) or 1
+                local = -(-experts // p.ep)
+                sharded += mbytes * local / experts / p.tp
+            else:
+                sharded += mbytes / p.tp
+        ins.not_loaded_bytes = sum(tensor_bytes(t) for t in ckpt.tensors.values() if t.name not in seen)
+        ins.per_gpu_replicated_bytes = round(replicated)
+        ins.per_gpu_sharded_bytes = round(sharded)
+        ins.per_gpu_bytes = round(replicated + sharded)
+    elif plan is not None:
+        ins.per_gpu_bytes = ins.total_bytes
+    if gpu is not None and ins.per_gpu_bytes is not None:
+        ins.reserve_bytes = reserve_bytes if reserve_bytes is not None else round(gpu.memory_bytes * DEFAULT_RESERVE_FRACTION)
+        ins.kv_cache_bytes = gpu.memory_bytes - ins.per_gpu_bytes - ins.reserve_bytes
+        ins.fits = ins.kv_cache_bytes > 0
+    return ins
+
+
+def _float_name(rm) -> str:
+    dtypes = {s.stored.weight.dtype for s in rm.shards if s.stored.weight is not None}
+    return ("unquantized " + "/".join(sorted(dtypes))) if dtypes else "unquantized (no weight)"
+
+
+def _gib(b: int | float | None) -> str:
+    return "-" if b is None else f"{b / 2**30:,.2f} GiB"
+
+
+def render_text(ins: Inspection) -> str:
+    out = [f"checkpoint  {ins.checkpoint}", f"tensors     {ins.tensors:,}   bytes {ins.total_bytes:,} ({_gib(ins.total_bytes)})", ""]
+    out.append(f"{'dtype':<12}{'tensors':>10}{'elements':>20}{'bytes':>22}")
+    for dt, r in sorted(ins.by_dtype.items(), key=lambda kv: -kv[1]["bytes"]):
+        out.append(f"{dt:<12}{r['tensors']:>10,}{r['elements']:>20,}{r['bytes']:>22,}")
+    if ins.by_scheme:
+        out += ["", f"{'scheme':<28}{'modules':>9}{'params':>20}{'bytes':>22}"]
+        for s, r in sorted(ins.by_scheme.items(), key=lambda kv: -kv[1]["bytes"]):
+            out.append(f"{s:<28}{r['modules']:>9,}{r['params']:>20,}{r['bytes']:>22,}")
+        share = ins.quantized_params / ins.weight_params if ins.weight_params else 0.0
+        out.append(f"quantized: {share:.1%} of weight parameters, "
+                   f"{(ins.quantized_bytes / ins.total_bytes if ins.total_bytes else 0):.1%} of bytes")
+    out.append("")
+    par = f"TP={ins.tp}" + (f", EP={ins.ep}" if ins.ep != 1 else "") + (", DP attention" if ins.dp_attention else "")
+    out.append(f"layout      {ins.target or '-'}, {par}, GPU {ins.gpu_label or 'unknown'}")
+    if ins.per_gpu_bytes is not None:
+        out.append(f"per GPU     weights {_gib(ins.per_gpu_bytes)} (replicated {_gib(ins.per_gpu_replicated_bytes)}, "
+                   f"sharded {_gib(ins.per_gpu_sharded_bytes)}); not loaded {_gib(ins.not_loaded_bytes)}")
+    if ins.kv_cache_bytes is not None:
+        out.append(f"memory      {_gib(ins.gpu_memory_bytes)} - weights - reserve {_gib(ins.reserve_bytes)} "
+                   f"= KV cache {_gib(ins.kv_cache_bytes)}: {'fits' if ins.fits else 'DOES NOT FIT'}")
+    for n in ins.notes:
+        out.append(f"note: {n}")
+    return "\n".join(out) + "\n"
+
+
+def render_json(ins: Inspection) -> str:
+    return json.dumps(ins.to_json(), indent=2) + "\n"
