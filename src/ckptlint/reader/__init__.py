@@ -14,6 +14,7 @@ from ckptlint.reader.loader import (
     QUANT_CONFIG_NAME,
     NotACheckpoint,
     load_checkpoint,
+    open_path,
 )
 
 __all__ = [
@@ -23,5 +24,6 @@ __all__ = [
     "NotACheckpoint",
     "ShardRead",
     "load_checkpoint",
+    "open_path",
     "read_shard",
 ]

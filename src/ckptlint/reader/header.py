@@ -16,7 +16,7 @@ import math
 import os
 import stat as stat_mod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ckptlint.checkpoint import DTYPE_BITS, ShardInfo, TensorInfo
 from ckptlint.findings import Consequence, Finding
@@ -43,6 +43,7 @@ class ShardRead:
     refused: bool = False  # safetensors would refuse to open this file
     lfs: dict[str, Any] | None = None  # Git LFS pointer: {"oid":..., "size":...}
     unreadable: str | None = None  # why the file could not be read at all
+    missing: bool = False  # the source found no such file (a remote 404); the loader reports IX204
     metadata: dict[str, str] | None = None
 
 
@@ -108,6 +109,37 @@ def parse_lfs_pointer(data: bytes) -> dict[str, Any] | None:
     return out
 
 
+class ByteSource(Protocol):
+    """What :func:`read_header` reads from: a file of known ``size`` read by byte ranges.
+
+    ``read(offset, length)`` returns at most ``length`` bytes (fewer only at the end of the
+    data) and raises ``OSError`` when the bytes cannot be had; ``bytes_read`` counts the bytes
+    actually received (for a remote file: every byte that came over the wire).
+    """
+
+    size: int
+    bytes_read: int
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+
+class _LocalFile:
+    """A local file as a :class:`ByteSource` (sequential reads; seeks only if asked)."""
+
+    __slots__ = ("f", "size", "bytes_read", "pos")
+
+    def __init__(self, f: Any, size: int) -> None:
+        self.f, self.size, self.bytes_read, self.pos = f, size, 0, 0
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset != self.pos:
+            self.f.seek(offset)
+        b = _read_exact(self.f, length)
+        self.pos = offset + len(b)
+        self.bytes_read += len(b)
+        return b
+
+
 def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRead:
     """Read the header of the safetensors file at ``path`` (``rel``: name for messages)."""
     try:
@@ -120,13 +152,26 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
         return _unreadable(rel, "is a directory, not a file", C.ST_IS_DIR)
     if not stat_mod.S_ISREG(st.st_mode):
         return _unreadable(rel, "is not a regular file", None)
-    size = st.st_size
+    try:
+        with open(path, "rb", buffering=0) as f:
+            return read_header(rel, _LocalFile(f, st.st_size))
+    except OSError as e:
+        return _unreadable(rel, f"cannot be read ({e.strerror or e})", str(e))
+
+
+def read_header(rel: str, src: ByteSource) -> ShardRead:
+    """Read and validate the header of one safetensors file from ``src`` (local or remote).
+
+    Reads ``[0, 8)``, then (for a Git LFS pointer) ``[8, 1024)`` or the header ``[8, 8 + N)``;
+    never the data buffer. An ``OSError`` from ``src`` becomes an SF117 (unreadable) finding
+    whose text is the error's ``why`` attribute when it has one.
+    """
+    size = src.size
     info = ShardInfo(file=rel, size=size)
     res = ShardRead(info=info)
     try:
-        with open(path, "rb", buffering=0) as f:
-            head = _read_exact(f, 8)
-            info.bytes_read = len(head)
+        try:
+            head = src.read(0, 8)
             if len(head) < 8:
                 res.fatal = res.refused = True
                 what = "is empty (0 bytes)" if not head else f"is only {len(head)} bytes long"
@@ -134,8 +179,7 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
                                      C.ST_TOO_SMALL, hint="re-download or re-export this file"))
                 return res
             if head == LFS_MAGIC[:8]:
-                rest = f.read(LFS_READ - 8)
-                info.bytes_read += len(rest)
+                rest = src.read(8, LFS_READ - 8)
                 lfs = parse_lfs_pointer(head + rest)
                 if lfs is not None:
                     res.lfs = lfs
@@ -158,10 +202,14 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
                                      data={"header_len": n, "size": size}, hint="re-download or re-export this file"))
                 return res
             info.header_len = n
-            raw = _read_exact(f, n)
-            info.bytes_read += len(raw)
+            raw = src.read(8, n)
+        finally:
+            info.bytes_read = src.bytes_read
     except OSError as e:
-        return _unreadable(rel, f"cannot be read ({e.strerror or e})", str(e))
+        why = getattr(e, "why", None) or f"cannot be read ({e.strerror or e})"
+        out = _unreadable(rel, why, getattr(e, "error_text", str(e)))
+        out.info.bytes_read = src.bytes_read
+        return out
     if len(raw) < n:  # the file shrank while we read it
         res.fatal = res.refused = True
         res.issues.append(_f(C.SF_HEADER_LENGTH, rel, f"file ended after {len(raw):,} of {n:,} header bytes",

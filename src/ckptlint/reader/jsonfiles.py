@@ -30,6 +30,12 @@ def read_json(path: str) -> JsonRead:
         out.error = f"cannot be read ({e.strerror or e})"
         out.unreadable = True
         return out
+    return parse_json_bytes(raw)
+
+
+def parse_json_bytes(raw: bytes) -> JsonRead:
+    """Parse the bytes of a JSON side file (however they were obtained)."""
+    out = JsonRead()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -34,37 +34,61 @@ from ckptlint.checkpoint import Checkpoint
 from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardRead, read_shard
-from ckptlint.reader.jsonfiles import jtype, read_json
+from ckptlint.reader.jsonfiles import JsonRead, jtype
+from ckptlint.reader.source import LocalDir, NotACheckpoint, Source
 
 INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
 QUANT_CONFIG_NAME = "hf_quant_config.json"
+HF_SCHEME = "hf://"
 OTHER_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".npz")
 LOAD = Consequence.LOAD_ERROR
 HYGIENE = Consequence.HYGIENE
 SILENT = Consequence.SILENT_CORRUPTION
 
 
-class NotACheckpoint(Exception):
-    """The input is not something ckptlint can check at all (exit 2)."""
+def open_path(path: str | os.PathLike[str], *, endpoint: str | None = None,
+              progress: bool = False) -> str | Source:
+    """What :func:`load_checkpoint` should read for ``path``, with reading options attached:
+    a :class:`Source` for ``hf://`` repositories and local directories, else the path itself
+    (a single file, or something that is not a checkpoint: reported when it is loaded).
+    Cheap: nothing is read or fetched here."""
+    p = os.fspath(path)
+    if p.startswith(HF_SCHEME):
+        from ckptlint.reader.remote import HubRepo
+
+        return HubRepo(p, endpoint=endpoint, progress=progress)
+    if os.path.isdir(p):
+        return LocalDir(p, progress=progress)
+    return p
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> Checkpoint:
-    """Read ``path`` (a checkpoint directory or one ``.safetensors`` file) into a Checkpoint.
+def load_checkpoint(path: str | os.PathLike[str] | Source, *, endpoint: str | None = None,
+                    progress: bool = False) -> Checkpoint:
+    """Read ``path`` into a Checkpoint: a checkpoint directory, one ``.safetensors`` file, a
+    Hugging Face repository ``hf://ORG/REPO[@REVISION]``, or a :class:`Source` (see
+    :func:`open_path`).
 
     Never reads tensor data. Every problem with the input becomes a Finding in
     ``Checkpoint.issues``; only unusable input raises :class:`NotACheckpoint`.
+    ``endpoint`` overrides ``HF_ENDPOINT`` for ``hf://`` paths; ``progress`` shows a progress
+    line on stderr when it is a terminal (remote checks, or local ones with many shards).
     """
     gc_was_enabled = gc.isenabled()
     gc.disable()  # many small dicts/lists: collection passes would dominate the run time
     try:
-        return _load(os.fspath(path))
+        if isinstance(path, Source):
+            return _load_dir(path)
+        p = os.fspath(path)
+        if p.startswith(HF_SCHEME):
+            return _load_dir(open_path(p, endpoint=endpoint, progress=progress))  # type: ignore[arg-type]
+        return _load(p, progress)
     finally:
         if gc_was_enabled:
             gc.enable()
 
 
-def _load(p: str) -> Checkpoint:
+def _load(p: str, progress: bool = False) -> Checkpoint:
     try:
         st = os.stat(p)
     except OSError as e:
@@ -72,7 +96,7 @@ def _load(p: str) -> Checkpoint:
             raise NotACheckpoint(f"{p}: broken symlink") from None
         raise NotACheckpoint(f"{p}: {e.strerror or 'cannot be read'}") from None
     if stat_mod.S_ISDIR(st.st_mode):
-        return _load_dir(p)
+        return _load_dir(LocalDir(p, progress=progress))
     if not p.endswith(".safetensors"):
         raise NotACheckpoint(f"{p}: not a checkpoint directory or a .safetensors file")
     return _load_file(p, st)
@@ -90,7 +114,7 @@ def _load_file(p: str, st: os.stat_result) -> Checkpoint:
     ck = Checkpoint(root=p, is_single_file=True)
     d = os.path.dirname(p) or "."
     rel = os.path.basename(p)
-    _read_configs(ck, d, lambda name: os.path.lexists(os.path.join(d, name)), require_config=False)
+    _read_configs(ck, LocalDir(d), lambda name: os.path.lexists(os.path.join(d, name)), require_config=False)
     res = read_shard(p, rel, st)
     _collect(ck, {rel: res}, None)
     return ck
@@ -99,26 +123,23 @@ def _load_file(p: str, st: os.stat_result) -> Checkpoint:
 # --------------------------------------------------------------------------- directory
 
 
-def _load_dir(p: str) -> Checkpoint:
-    try:
-        with os.scandir(p) as it:
-            names = {e.name for e in it}
-    except OSError as e:
-        raise NotACheckpoint(f"{p}: cannot list directory ({e.strerror})") from None
+def _load_dir(src: Source) -> Checkpoint:
+    p = src.root
+    names = src.names()
     st_names = sorted(n for n in names if n.endswith(".safetensors"))
     has_index = INDEX_NAME in names
     if CONFIG_NAME not in names and not has_index and not st_names:
         raise NotACheckpoint(f"{p}: no config.json and no .safetensors files: not a checkpoint directory")
     ck = Checkpoint(root=p)
-    _read_configs(ck, p, names.__contains__, require_config=True)
+    _read_configs(ck, src, names.__contains__, require_config=True)
 
     weight_map: dict[str, str] | None = None
     if has_index:
         ck.index_file = INDEX_NAME
-        weight_map = _read_index(ck, os.path.join(p, INDEX_NAME))
+        weight_map = _read_index(ck, src.read_json(INDEX_NAME))
 
     if weight_map is None:
-        reads = {n: read_shard(os.path.join(p, n), n) for n in st_names}
+        reads = src.read_shards(st_names)
         _collect(ck, reads, None)
         if not st_names:
             _no_weights(ck, names)
@@ -148,25 +169,27 @@ def _load_dir(p: str) -> Checkpoint:
                 f"weight_map names shard {v!r}, which {why}; it was not opened and its {len(ts)} tensor(s) "
                 "will not be loaded from it", tensors=ts, data={"shard": v, "tensor_count": len(ts)},
                 hint="weight_map values must be plain file names of .safetensors files in the checkpoint directory"))
-        elif v not in names:
+        elif v not in names and src.complete:
             blocked.add(v)
-            ts = mapped(v)
-            ck.issues.append(_finding(
-                C.IX_MISSING_SHARD, LOAD, INDEX_NAME,
-                f"weight_map names shard {v!r} for {len(ts)} tensor(s) but that file does not exist",
-                tensors=ts, error_text=C.ST_NOT_FOUND.format(path=v), data={"shard": v, "tensor_count": len(ts)},
-                hint="download the missing shard, or regenerate the index from the shards that exist"))
+            _missing_shard(ck, v, mapped(v))
         else:
             referenced.append(v)
-    reads = {v: read_shard(os.path.join(p, v), v) for v in referenced}
+    unreferenced = [n for n in st_names if n not in values]
+    all_reads = src.read_shards(referenced + unreferenced)
+    reads: dict[str, ShardRead] = {}
+    for v in referenced:
+        r = all_reads[v]
+        if r.missing:  # a source that could not list its files learns it only now
+            blocked.add(v)
+            _missing_shard(ck, v, mapped(v))
+        else:
+            reads[v] = r
     _collect(ck, reads, weight_map)
 
     # .safetensors files the index does not name: frameworks skip them
     unref_tensors: dict[str, str] = {}
-    for n in st_names:
-        if n in values:
-            continue
-        r = read_shard(os.path.join(p, n), n)
+    for n in unreferenced:
+        r = all_reads[n]
         if r.lfs is not None:
             detail = "; it is a Git LFS pointer"
         elif r.fatal:
@@ -186,6 +209,14 @@ def _load_dir(p: str) -> Checkpoint:
     if not values and not st_names:
         _no_weights(ck, names)
     return ck
+
+
+def _missing_shard(ck: Checkpoint, v: str, ts: list[str]) -> None:
+    ck.issues.append(_finding(
+        C.IX_MISSING_SHARD, LOAD, INDEX_NAME,
+        f"weight_map names shard {v!r} for {len(ts)} tensor(s) but that file does not exist",
+        tensors=ts, error_text=C.ST_NOT_FOUND.format(path=v), data={"shard": v, "tensor_count": len(ts)},
+        hint="download the missing shard, or regenerate the index from the shards that exist"))
 
 
 def _bad_shard_name(v: str) -> str | None:
@@ -219,7 +250,7 @@ def _no_weights(ck: Checkpoint, names: set[str]) -> None:
 # --------------------------------------------------------------------------- JSON side files
 
 
-def _read_configs(ck: Checkpoint, d: str, present: Callable[[str], bool], *, require_config: bool) -> None:
+def _read_configs(ck: Checkpoint, src: Source, present: Callable[[str], bool], *, require_config: bool) -> None:
     for name in (CONFIG_NAME, QUANT_CONFIG_NAME):
         if not present(name):
             if name == CONFIG_NAME and require_config:
@@ -229,7 +260,7 @@ def _read_configs(ck: Checkpoint, d: str, present: Callable[[str], bool], *, req
                     "checked as a container only",
                     hint="download config.json from the model repository (it is small and always required)"))
             continue
-        jr = read_json(os.path.join(d, name))
+        jr = src.read_json(name)
         if jr.text is not None:
             ck.texts[name] = jr.text
         reader = "frameworks" if name == CONFIG_NAME else "frameworks that read it"
@@ -254,8 +285,7 @@ def _read_configs(ck: Checkpoint, d: str, present: Callable[[str], bool], *, req
                 hint="remove the stale copy so the file says one thing"))
 
 
-def _read_index(ck: Checkpoint, path: str) -> dict[str, str] | None:
-    jr = read_json(path)
+def _read_index(ck: Checkpoint, jr: JsonRead) -> dict[str, str] | None:
     if jr.text is not None:
         ck.texts[INDEX_NAME] = jr.text
     hint = "regenerate the index from the shards (huggingface_hub / transformers save_pretrained)"

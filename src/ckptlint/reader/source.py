@@ -1,0 +1,84 @@
+"""Where a checkpoint directory's files come from: a local directory or a remote repository.
+
+The loader (:mod:`ckptlint.reader.loader`) asks a source for four things and does all the
+validation itself, so a local directory and a Hugging Face repository give the same findings:
+
+* ``names()``: the file names at the top level (``complete`` says whether that list is
+  authoritative: a remote source that could not list the repository only knows the files it
+  probed, and reports a missing shard when reading it fails with "not found");
+* ``read_json(name)``: the bytes of a JSON side file, parsed (:class:`JsonRead`);
+* ``read_shards(names)``: each shard's header (:func:`~ckptlint.reader.header.read_header`
+  on a :class:`~ckptlint.reader.header.ByteSource`), as ``{name: ShardRead}``.
+
+The remote source is :class:`ckptlint.reader.remote.HubRepo`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from ckptlint.progress import progress_for
+from ckptlint.reader.header import ShardRead, read_shard
+from ckptlint.reader.jsonfiles import JsonRead, read_json
+
+LOCAL_PROGRESS_MIN_SHARDS = 20
+
+
+class NotACheckpoint(Exception):
+    """The input is not something ckptlint can check at all (exit 2)."""
+
+
+class Source:
+    root: str  # as the user gave it; Checkpoint.root
+    complete: bool = True
+    progress: bool = False  # show a progress line on stderr (a terminal) while reading shards
+    progress_min_shards: int = LOCAL_PROGRESS_MIN_SHARDS
+
+    def names(self) -> set[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def read_json(self, name: str) -> JsonRead:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def read_one(self, name: str) -> ShardRead:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def read_shards(self, names: Iterable[str]) -> dict[str, ShardRead]:
+        todo = list(names)
+        bar = progress_for(self.progress and len(todo) >= self.progress_min_shards, len(todo),
+                           f"{self.root}: reading shard headers")
+        out: dict[str, ShardRead] = {}
+        try:
+            for n in todo:
+                out[n] = self.read_one(n)
+                if bar is not None:
+                    bar.advance()
+        finally:
+            if bar is not None:
+                bar.close()
+        return out
+
+
+class LocalDir(Source):
+    """A checkpoint directory on disk (shards that are symlinks are followed)."""
+
+    def __init__(self, path: str, *, progress: bool = False) -> None:
+        self.root = path
+        self.progress = progress
+        self._names: set[str] | None = None
+
+    def names(self) -> set[str]:
+        if self._names is None:
+            try:
+                with os.scandir(self.root) as it:
+                    self._names = {e.name for e in it}
+            except OSError as e:
+                raise NotACheckpoint(f"{self.root}: cannot list directory ({e.strerror})") from None
+        return self._names
+
+    def read_json(self, name: str) -> JsonRead:
+        return read_json(os.path.join(self.root, name))
+
+    def read_one(self, name: str) -> ShardRead:
+        return read_shard(os.path.join(self.root, name), name)

@@ -1,0 +1,248 @@
+"""A fake Hugging Face Hub for tests: serves one checkpoint directory as ``org/repo``.
+
+Two ``http.server`` servers bound to 127.0.0.1 (ephemeral ports): the "hub" and a "CDN". Like
+the real Hub, ``/{repo}/resolve/{rev}/{file}`` answers ``.safetensors`` files with a 302 to the
+CDN (another origin, so ``Authorization`` must not follow), and small files directly.
+
+* ``HEAD``: 200 with ``ETag``, ``X-Repo-Commit``, ``Content-Length`` (302 plus
+  ``X-Linked-Size``/``X-Linked-Etag`` for LFS files); 404 + ``X-Error-Code`` otherwise.
+* ``GET`` with ``Range: bytes=a-b``: 206 + ``Content-Range``; 416 past the end; no Range: 200.
+* ``GET /api/models/{repo}/revision/{rev}``: ``{"id", "sha", "siblings": [{"rfilename"}]}``.
+
+Switches (attributes, change them before the request): ``missing`` (404 and not listed),
+``truncate`` (pretend the file has this many bytes), ``ignore_range`` (200 with the whole body),
+``content_range`` (send this Content-Range instead, None: none at all), ``fail`` (statuses
+answered first, one per request), ``require_token`` (401 GatedRepo without it), ``forbidden``
+(403 GatedRepo for these files), ``garbage`` (serve these bytes instead), ``api`` (False: no
+listing API, 404). Counters: ``served[file]`` body bytes written, ``log`` of requests.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+_MISSING: Any = object()
+
+
+class FakeHub:
+    def __init__(self, root: Path, repo: str = "org/repo") -> None:
+        self.root = Path(root)
+        self.repo = repo
+        self.missing: set[str] = set()
+        self.truncate: dict[str, int] = {}
+        self.ignore_range: set[str] = set()
+        self.content_range: dict[str, str | None] = {}
+        self.fail: dict[str, list[int]] = {}
+        self.require_token: str | None = None
+        self.forbidden: set[str] = set()
+        self.garbage: dict[str, bytes] = {}
+        self.api = True
+        self.served: dict[str, int] = {}
+        self.log: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self.hub = _server(self, "hub")
+        self.cdn = _server(self, "cdn")
+        self._threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in (self.hub, self.cdn)]
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.hub.server_address[1]}"
+
+    @property
+    def cdn_origin(self) -> str:
+        return f"http://127.0.0.1:{self.cdn.server_address[1]}"
+
+    def start(self) -> "FakeHub":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self) -> None:
+        for s in (self.hub, self.cdn):
+            s.shutdown()
+            s.server_close()
+
+    def files(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if p.is_file() and p.name not in self.missing)
+
+    def shard_bytes(self) -> int:
+        return sum(os.path.getsize(self.root / n) for n in self.files() if n.endswith(".safetensors"))
+
+    def requests(self, file: str | None = None, server: str | None = None) -> list[dict[str, Any]]:
+        return [r for r in self.log if (file is None or r["file"] == file) and (server is None or r["server"] == server)]
+
+
+def _server(hub: FakeHub, role: str) -> http.server.ThreadingHTTPServer:
+    class Handler(_Handler):
+        pass
+
+    Handler.hub, Handler.role = hub, role
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    return srv
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    hub: FakeHub
+    role: str
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        pass
+
+    def do_HEAD(self) -> None:
+        self._handle(head=True)
+
+    def do_GET(self) -> None:
+        self._handle(head=False)
+
+    # -------------------------------------------------------------- routing
+
+    def _handle(self, head: bool) -> None:
+        hub = self.hub
+        path = self.path.split("?", 1)[0]
+        file = None
+        m = re.fullmatch(r"/(.+)/resolve/([^/]+)/(.+)", path) if self.role == "hub" else None
+        c = re.fullmatch(r"/cdn/[0-9a-f]+/(.+)", path) if self.role == "cdn" else None
+        a = re.fullmatch(r"/api/models/(.+?)(?:/revision/([^/]+))?", path) if self.role == "hub" else None
+        if m:
+            file = _unquote(m.group(3))
+        elif c:
+            file = _unquote(c.group(1))
+        with hub._lock:
+            hub.log.append({"server": self.role, "method": self.command, "path": path, "file": file,
+                            "range": self.headers.get("Range"), "auth": self.headers.get("Authorization")})
+        try:
+            if a and not m:
+                return self._api(_unquote(a.group(1)), _unquote(a.group(2) or "main"))
+            if m:
+                return self._resolve(_unquote(m.group(1)), _unquote(m.group(2)), file, head)
+            if c:
+                return self._serve(file, head)
+            self._status(404, {"X-Error-Code": "EntryNotFound"})
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _status(self, code: int, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
+        self.send_response(code)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _authorized(self) -> bool:
+        want = self.hub.require_token
+        return want is None or self.headers.get("Authorization") == f"Bearer {want}"
+
+    def _api(self, repo: str, rev: str) -> None:
+        hub = self.hub
+        if not hub.api:
+            return self._status(404, body=b"Not Found")
+        if not self._authorized():
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+        if repo != hub.repo:
+            return self._status(404, {"X-Error-Code": "RepoNotFound"})
+        if rev not in ("main", COMMIT):
+            return self._status(404, {"X-Error-Code": "RevisionNotFound"})
+        doc = {"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in hub.files()]}
+        self._status(200, {"Content-Type": "application/json"}, json.dumps(doc).encode())
+
+    def _resolve(self, repo: str, rev: str, file: str, head: bool) -> None:
+        hub = self.hub
+        if repo != hub.repo:
+            return self._status(404, {"X-Error-Code": "RepoNotFound"})
+        if rev not in ("main", COMMIT):
+            return self._status(404, {"X-Error-Code": "RevisionNotFound"})
+        if not self._authorized():
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+        if file in hub.forbidden:
+            return self._status(403, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this file is restricted"})
+        if "/" in file or file in hub.missing or not (hub.root / file).is_file():
+            return self._status(404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
+        with hub._lock:
+            queue = hub.fail.get(file)
+            status = queue.pop(0) if queue else None
+        if status is not None:
+            return self._status(status, {"Retry-After": "0"} if status == 429 else None, b"try again")
+        common = {"X-Repo-Commit": COMMIT, "ETag": f'"{abs(hash(file)):x}"'}
+        if file.endswith(".safetensors"):
+            size = self._size(file)
+            loc = f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"
+            return self._status(302, {**common, "Location": loc, "X-Linked-Size": str(size),
+                                      "X-Linked-Etag": f'"{abs(hash(file)):x}"'})
+        self._serve(file, head, common)
+
+    # -------------------------------------------------------------- bodies
+
+    def _size(self, file: str) -> int:
+        hub = self.hub
+        if file in hub.garbage:
+            return len(hub.garbage[file])
+        return hub.truncate.get(file, os.path.getsize(hub.root / file))
+
+    def _serve(self, file: str, head: bool, headers: dict[str, str] | None = None) -> None:
+        hub = self.hub
+        if file in hub.missing or not (hub.root / file).is_file():
+            return self._status(404, {"X-Error-Code": "EntryNotFound"})
+        size = self._size(file)
+        headers = dict(headers or {})
+        rng = self.headers.get("Range")
+        m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng or "")
+        if head or m is None or file in hub.ignore_range:
+            self.send_response(200)
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.send_header("Content-Length", str(size))
+            self.end_headers()
+            if not head:
+                self._body(file, 0, size)
+            return
+        a = int(m.group(1))
+        b = min(int(m.group(2)) if m.group(2) else size - 1, size - 1)
+        if a >= size:
+            return self._status(416, {"Content-Range": f"bytes */{size}"})
+        cr = hub.content_range.get(file, _MISSING)
+        self.send_response(206)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        if cr is _MISSING:
+            self.send_header("Content-Range", f"bytes {a}-{b}/{size}")
+        elif cr is not None:
+            self.send_header("Content-Range", cr)
+        self.send_header("Content-Length", str(b - a + 1))
+        self.end_headers()
+        self._body(file, a, b + 1)
+
+    def _body(self, file: str, start: int, end: int) -> None:
+        hub = self.hub
+        if file in hub.garbage:
+            data = hub.garbage[file][start:end]
+            self.wfile.write(data)
+            with hub._lock:
+                hub.served[file] = hub.served.get(file, 0) + len(data)
+            return
+        with open(hub.root / file, "rb") as f:
+            f.seek(start)
+            left = end - start
+            while left > 0:
+                chunk = f.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                self.wfile.write(chunk)
+                left -= len(chunk)
+                with hub._lock:
+                    hub.served[file] = hub.served.get(file, 0) + len(chunk)
+
+
+def _unquote(s: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(s)

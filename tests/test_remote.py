@@ -1,0 +1,375 @@
+"""``hf://ORG/REPO`` checks against a fake Hub on 127.0.0.1: the same findings as on disk, header
+bytes only, and one-line findings or usage errors (never tracebacks) for what servers get wrong."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ckptlint import cli
+from ckptlint.engine import check
+from ckptlint.progress import Progress, progress_for
+from ckptlint.reader import NotACheckpoint, load_checkpoint, open_path
+from ckptlint.reader import remote
+from ckptlint.targets import list_targets, resolve
+from ckptlint.testing.builder import shard_name, write_checkpoint
+from ckptlint.testing.models import MoeDims, glm5_quark_mxfp4
+from fakehub import COMMIT, FakeHub
+from helpers import build
+
+URL = "hf://org/repo"
+S1, S2 = shard_name(1, 2), shard_name(2, 2)
+FEW = ["sglang==0.5.15", "sglang==0.5.17", "vllm==0.33.0"]  # missing shards: silent up to 0.5.16, an error from 0.5.17
+# GLM-5.2 dimensions (as in test_scale), fewer layers: shards of several GB as sparse files.
+BIG = MoeDims(num_hidden_layers=5, hidden=6144, n_routed_experts=256, moe_intermediate=2048,
+              intermediate=12288, first_k_dense_replace=3, q_lora_rank=2048, kv_lora_rank=512, heads=64,
+              qk_nope=192, qk_rope=64, v_head=256, vocab=154880, index_heads=32, index_head_dim=128)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch):
+    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"):
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setattr(remote, "BACKOFF", 0.001)
+
+
+@pytest.fixture
+def serve():
+    hubs: list[FakeHub] = []
+
+    def start(root: Path) -> FakeHub:
+        hub = FakeHub(root).start()
+        hubs.append(hub)
+        return hub
+
+    yield start
+    for h in hubs:
+        h.stop()
+
+
+def _check(path, targets=None, **kw):
+    ts = [t for s in targets for t in resolve(s)] if targets else list_targets()
+    return check(path, ts)
+
+
+def _remote(hub: FakeHub, url: str = URL, targets=None):
+    ts = [t for s in targets for t in resolve(s)] if targets else list_targets()
+    return check(open_path(url, endpoint=hub.endpoint), ts)  # type: ignore[arg-type]
+
+
+def _norm(report, root: str) -> list[dict]:
+    return [json.loads(json.dumps(f.to_json()).replace(root, "<ROOT>")) for f in report.findings]
+
+
+def _same(local, local_root, rem, url=URL) -> None:
+    a, b = _norm(local, str(local_root)), _norm(rem, url)
+    assert [(f["code"], f["module"], f["consequence"], f["target"], f["file"]) for f in a] == \
+           [(f["code"], f["module"], f["consequence"], f["target"], f["file"]) for f in b]
+    assert a == b
+
+
+def _codes(report, file: str | None = None) -> set[str]:
+    return {f.code for f in report.checkpoint.issues if file is None or f.file == file}
+
+
+# ------------------------------------------------------------------ parity
+
+
+def test_glm5_fixture_same_findings_as_on_disk(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    rem = _remote(hub)
+    local = _check(str(path))
+    assert rem.checkpoint.root == URL
+    assert any(f.code == "QD401" and f.module == "model.eh_proj" for f in rem.findings)
+    _same(local, path, rem)
+    assert rem.checkpoint.tensors == load_checkpoint(path).tensors
+    # shards came through the CDN redirect; nothing was sent twice; the JSON files directly
+    cdn = {r["file"] for r in hub.requests(server="cdn")}
+    assert cdn == {S1, S2}
+    assert all(r["auth"] is None for r in hub.log)
+    assert {r["path"].split("/resolve/")[1].split("/")[0] for r in hub.requests(server="hub") if r["file"]} == {COMMIT}
+    for s in (S1, S2):
+        assert rem.checkpoint.shards[s].bytes_read == hub.served[s]
+
+
+def test_realistic_size_reads_under_one_percent(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(BIG), shards=6)
+    hub = serve(path)
+    total = hub.shard_bytes()
+    assert total > 20 * 10**9
+    rem = _remote(hub, targets=["sglang==0.5.15", "vllm==0.33.0"])
+    served = sum(v for k, v in hub.served.items() if k.endswith(".safetensors"))
+    assert served == rem.checkpoint.bytes_read
+    assert served < total / 100, (served, total)
+    for s in rem.checkpoint.shards.values():
+        assert s.bytes_read <= max(s.header_len + 8, remote.FIRST_RANGE)
+    local = _check(str(path), ["sglang==0.5.15", "vllm==0.33.0"])
+    _same(local, path, rem)
+    assert {f.module for f in rem.findings if f.target == "sglang==0.5.15" and f.severity.value == "error"} >= {
+        "model.eh_proj", "model.decoder.mlp.experts"}
+
+
+# ------------------------------------------------------------------ what servers and repos get wrong
+
+
+@pytest.mark.parametrize("api", [True, False], ids=["listed", "probed"])
+def test_missing_shard_is_ix204_like_on_disk(tmp_path, serve, api):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.api = api
+    hub.missing.add(S2)
+    rem = _remote(hub, targets=FEW)
+    assert "IX204" in _codes(rem)
+    (path / S2).unlink()
+    _same(_check(str(path), FEW), path, rem)
+
+
+def test_truncated_shard_is_sf113(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(BIG), shards=6)
+    name = shard_name(3, 6)
+    size = os.path.getsize(path / name)
+    hub = serve(path)
+    hub.truncate[name] = size - 10**6
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert _codes(rem, name) == {"SF113"}
+    os.truncate(path / name, size - 10**6)
+    _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
+
+
+def test_header_larger_than_first_range(tmp_path, serve):
+    path = write_checkpoint(tmp_path / "ck", tensors="a BF16 [4096, 4096]\nb F32 [4096]", shards=2,
+                            metadata={"format": "pt", "note": "x" * 250_000})
+    hub = serve(path)
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert rem.checkpoint.issues == [] and set(rem.checkpoint.tensors) == {"a", "b"}
+    for s in (S1, S2):
+        ranges = [r["range"] for r in hub.requests(s, "cdn")]
+        n = rem.checkpoint.shards[s].header_len
+        assert n > remote.FIRST_RANGE
+        assert ranges == [f"bytes=0-{remote.FIRST_RANGE - 1}", f"bytes={remote.FIRST_RANGE}-{n + 7}"]
+        assert rem.checkpoint.shards[s].bytes_read == n + 8 == hub.served[s]
+    _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
+
+
+@pytest.mark.parametrize("big_header", [False, True])
+def test_server_ignoring_range_is_read_only_as_far_as_needed(tmp_path, serve, big_header):
+    meta = {"format": "pt", "note": "x" * 250_000} if big_header else {"format": "pt"}
+    path = write_checkpoint(tmp_path / "ck", tensors="a BF16 [65536, 32768]\nb F32 [4096]", shards=2, metadata=meta)
+    hub = serve(path)
+    hub.ignore_range.update({S1, S2})
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert rem.checkpoint.issues == []
+    _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
+    size = os.path.getsize(path / S1)
+    assert size > 4 * 10**9
+    for s in (S1, S2):
+        assert rem.checkpoint.shards[s].bytes_read <= 2 * (rem.checkpoint.shards[s].header_len + 8 + remote.FIRST_RANGE)
+    # the server could push into socket buffers before the connection was closed, no more
+    assert sum(hub.served.values()) < size / 100
+
+
+@pytest.mark.parametrize("content_range, why", [
+    ("bytes 5-99999/123456789", "wrong range"),
+    (None, "without a usable Content-Range"),
+    ("bytes 0-99999/*", "without a usable Content-Range"),
+    ("garbage", "without a usable Content-Range"),
+])
+def test_wrong_content_range_is_a_finding(tmp_path, serve, content_range, why):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.content_range[S2] = content_range
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    [f] = [f for f in rem.checkpoint.issues if f.file == S2]
+    assert f.code == "SF117" and why in f.message and "\n" not in f.message
+
+
+def test_5xx_and_429_are_retried(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.fail = {S1: [500, 503, 429], "config.json": [502]}
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    assert len(hub.requests(S1, "hub")) == 3 + 2  # 3 failures, then the two ranges
+
+
+def test_retries_are_bounded(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.fail = {S1: [500] * 10}
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    [f] = [f for f in rem.checkpoint.issues if f.file == S1]
+    assert f.code == "SF117" and "HTTP 500" in f.message and f"after {remote.ATTEMPTS} attempts" in f.message
+    assert len(hub.requests(S1)) == remote.ATTEMPTS
+
+
+def test_gated_repo_needs_hf_token(tmp_path, serve, monkeypatch, capsys):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.require_token = "hf_secret"
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.15"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "HF_TOKEN" in err and "401" in err and "gated" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    hub.log.clear()
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    assert all(r["auth"] == "Bearer hf_secret" for r in hub.requests(server="hub"))
+    assert hub.requests(server="cdn") and all(r["auth"] is None for r in hub.requests(server="cdn"))
+
+
+def test_wrong_token_and_forbidden_shard(tmp_path, serve, monkeypatch):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.forbidden.add(S2)
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    [f] = [f for f in rem.checkpoint.issues if f.file == S2]
+    assert f.code == "SF117" and "403" in f.message and "set HF_TOKEN" in f.message
+    monkeypatch.setenv("HF_TOKEN", "hf_wrong")
+    hub.require_token = "hf_right"
+    with pytest.raises(NotACheckpoint, match="token in HF_TOKEN does not give access"):
+        _remote(hub)
+
+
+def test_garbage_bodies(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.garbage = {"config.json": b"<html>502 Bad Gateway</html>", S2: b"<html>502 Bad Gateway</html>"}
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    (path / "config.json").write_bytes(hub.garbage["config.json"])
+    (path / S2).write_bytes(hub.garbage[S2])
+    local = _check(str(path), ["sglang==0.5.23"])
+    assert _codes(rem) == _codes(local) and "CF302" in _codes(rem) and _codes(rem, S2) <= {"SF102", "SF103"}
+    _same(local, path, rem)
+
+
+def test_empty_shard_416(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    (path / S2).write_bytes(b"")
+    hub = serve(path)
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert _codes(rem, S2) == {"SF101"}
+    _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
+
+
+def test_single_file_repo_without_listing_api(tmp_path, serve):
+    path = write_checkpoint(tmp_path / "ck", tensors="a BF16 [64, 64]\nb F32 [64]")
+    hub = serve(path)
+    hub.api = False
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert set(rem.checkpoint.shards) == {"model.safetensors"} and set(rem.checkpoint.tensors) == {"a", "b"}
+    assert len(hub.requests("model.safetensors", "cdn")) == 1  # the probe's read is reused
+    _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
+
+
+# ------------------------------------------------------------------ command line
+
+
+def test_cli_check_and_plan(tmp_path, serve, capsys):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", f"{URL}@{COMMIT}", "--endpoint", hub.endpoint, "-t", "sglang==0.5.15", "-f", "json", "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 1, err
+    doc = json.loads(out)
+    assert doc["checkpoint"] == f"{URL}@{COMMIT}"
+    assert ("QD401", "model.eh_proj") in {(f["code"], f["module"]) for f in doc["findings"]}
+    assert err == ""  # stderr is not a terminal: no progress line
+    with pytest.raises(SystemExit) as e:
+        cli.main(["plan", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.15", "-m", "eh_proj"])
+    out, err = capsys.readouterr()
+    assert e.value.code in (0, None) and "model.eh_proj" in out and "quantized mxfp4" in out
+
+
+@pytest.mark.parametrize("arg, needle", [
+    ("hf://org/nope", "repository 'org/nope' not found"),
+    ("hf://org/repo@v9", "revision 'v9' not found"),
+    ("hf://org/../x", "not a Hugging Face model repository"),
+    ("hf://", "not a Hugging Face model repository"),
+])
+def test_cli_unusable_remote_is_exit_2(tmp_path, serve, capsys, arg, needle):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", arg, "--endpoint", hub.endpoint])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and needle in err and "Traceback" not in err
+
+
+def test_cli_unreachable_endpoint_is_exit_2(capsys):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", f"http://127.0.0.1:{port}"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "cannot connect" in err and "Traceback" not in err
+
+
+def test_offline_mode_is_a_usage_error(tmp_path, serve):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_ENDPOINT": hub.endpoint}
+    r = subprocess.run([sys.executable, "-m", "ckptlint", "check", URL], capture_output=True, text=True, timeout=60, env=env)
+    assert r.returncode == 2 and "need the network" in r.stderr and "HF_HUB_OFFLINE" in r.stderr
+    assert "Traceback" not in r.stderr + r.stdout and r.stdout == ""
+    assert hub.log == []
+
+
+def test_hf_endpoint_env_is_used(tmp_path, serve, monkeypatch):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    monkeypatch.setenv("HF_ENDPOINT", hub.endpoint + "/")
+    ck = load_checkpoint(URL)
+    assert ck.config is not None and len(hub.log) > 0
+
+
+# ------------------------------------------------------------------ progress
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_only_on_a_terminal():
+    assert progress_for(True, 5, "x", io.StringIO()) is None
+    assert progress_for(False, 5, "x", _Tty()) is None
+    s = _Tty()
+    p = progress_for(True, 3, "reading", s)
+    assert isinstance(p, Progress)
+    for _ in range(3):
+        p.advance()
+    p.close()
+    text = s.getvalue()
+    assert text.startswith("\rreading: ") and "3/3" in text and "\n" not in text and text.endswith("\r")
+
+
+def test_progress_for_remote_and_many_local_shards(tmp_path, serve, monkeypatch):
+    tty = _Tty()
+    monkeypatch.setattr(sys, "stderr", tty)
+    few = write_checkpoint(tmp_path / "few", tensors="\n".join(f"t{i} F32 [4]" for i in range(4)), shards=4)
+    many = write_checkpoint(tmp_path / "many", tensors="\n".join(f"t{i} F32 [4]" for i in range(20)), shards=20)
+    load_checkpoint(few, progress=True)
+    assert tty.getvalue() == ""
+    load_checkpoint(many, progress=True)
+    assert "20/20" in tty.getvalue()
+    tty.truncate(0)
+    tty.seek(0)
+    hub = serve(few)
+    load_checkpoint(URL, endpoint=hub.endpoint, progress=True)
+    assert "4/4" in tty.getvalue()
+    tty.truncate(0)
+    tty.seek(0)
+    load_checkpoint(URL, endpoint=hub.endpoint, progress=False)
+    assert tty.getvalue() == ""
