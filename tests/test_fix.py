@@ -34,7 +34,7 @@ def test_fix_adds_exactly_the_runtime_names(tmp_path):
 
 
 @pytest.mark.parametrize("dims", [MoeDims(num_hidden_layers=40), deepseek_dims()], ids=["glm5-40", "deepseek-61"])
-@pytest.mark.parametrize("target", ["sglang==0.5.15", "sglang==0.5.23", "vllm==0.11.0"])
+@pytest.mark.parametrize("target", ["sglang==0.5.15", "sglang==0.5.23", "vllm==0.24.0"])
 def test_fixed_checkpoint_lints_clean_for_that_target(tmp_path, dims, target):
     path = build(tmp_path, glm5_quark_mxfp4(dims), sparse=True)
     (t,) = resolve(target)

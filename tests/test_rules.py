@@ -26,16 +26,24 @@ def codes(report, target=None):
 # --- MT701 mtp-weights-missing ----------------------------------------------------------------
 def test_mt701_glm5_without_mtp_layer(tmp_path):
     path = build(tmp_path, glm5_quark_mxfp4(with_mtp=False))
-    rep = run(path, "sglang==0.5.23", "vllm==0.33.0", "vllm==0.11.0")
+    rep = run(path, "sglang==0.5.23", "vllm==0.33.0", "vllm==0.24.0")
     by = {f.target: f for f in rep.findings if f.code == "MT701"}
     # SGLang: nothing checks completeness; the draft runs on uninitialised weights (sglang-loading.md §1.8).
     assert by["sglang==0.5.23"].consequence.value == "degraded" and by["sglang==0.5.23"].severity.value == "warning"
-    # vLLM 0.33 GLM-5 (deepseek_v32 MTP): the short ValueError (docs/upstream-checks.md C12).
+    # vLLM >= 0.30 GLM-5 (deepseek_v32 MTP): the short ValueError (docs/upstream-checks.md C12).
     assert by["vllm==0.33.0"].consequence.value == "load-error"
     assert by["vllm==0.33.0"].error_text == "ValueError: MTP speculative decoding layer 78 weights missing from checkpoint."
-    # vLLM 0.11 had no check (PR #35548 added it).
-    assert by["vllm==0.11.0"].consequence.value == "degraded"
+    # vLLM 0.24-0.28 route GLM-5 through DeepSeekMTP: the long message (docs/upstream-checks-2.md A5).
+    assert by["vllm==0.24.0"].error_text.endswith("or disable speculative decoding.")
     assert all(f.module == "model.layers.78" for f in by.values())
+
+
+def test_mt701_silent_before_the_check(tmp_path):
+    # vLLM 0.11 had no missing-MTP check (PR #35548 added it): degraded, not an error.
+    path = build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=8), with_mtp=False))
+    rep = run(path, "vllm==0.11.0")
+    (f,) = [f for f in rep.findings if f.code == "MT701"]
+    assert f.consequence.value == "degraded" and f.module == "model.layers.8"
 
 
 def test_mt701_deepseek_long_message_and_other_index(tmp_path):
@@ -128,7 +136,7 @@ def test_qd401_quantized_expert_excluded_reverse_direction(tmp_path):
 
 # --- TG601 / TG603 / TG602 -----------------------------------------------------------------------
 def test_tg601_method_removed_from_registry(tmp_path):
-    spec = glm5_quark_mxfp4()
+    spec = glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=6))
     spec.config["quantization_config"] = {"quant_method": "bitsandbytes", "load_in_4bit": True}
     rep = run(build(tmp_path, spec), "vllm==0.33.0", "vllm==0.11.0")
     assert codes(rep, "vllm==0.33.0") == [("TG601", "load-error", None)]

@@ -455,7 +455,11 @@ def _excluded(rm: RuntimeModule, method: MethodRules, excl: CompiledList,
             if hit is not None:
                 return hit, f"`{name}` as a substring of the entry", None
         elif method.moe == "expert0":
-            shards = [f"{name}.0.{p}" for p in ("gate_proj", "up_proj", "down_proj")]
+            projs = ("gate_proj", "up_proj", "down_proj")
+            if method.expert0_model_names and rm.shards and rm.shards[0].proj:
+                own = sorted({s.proj for s in rm.shards if s.proj})
+                projs = tuple(own) if own else projs
+            shards = [f"{name}.0.{p}" for p in projs]
             hits = [excl.first_match(s) for s in shards]
             if all(hits):
                 return hits[0], "expert 0's projections", None

@@ -79,6 +79,9 @@ class MethodRules(Strict):
     mixed_shards: Outcome | None = None  # construction error when fused shards disagree
     moe_mixed: Outcome | None = None  # construction error when expert 0's projections disagree
     missing_scale: Outcome | None = None  # a registered scale the checkpoint lacks (default: silent)
+    # compressed-tensors FusedMoE: probe expert 0 under the model's own expert names (else always
+    # gate_proj/up_proj/down_proj).
+    expert0_model_names: bool = False
     # vLLM AWQ: an empty skip list is inferred from the safetensors dtypes (all-float modules).
     infer_skip_from_dtypes: bool = False
 
