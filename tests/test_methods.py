@@ -1,0 +1,304 @@
+"""Every quant method: a correct synthetic checkpoint that is clean on every target that simulates the
+method, and at least three broken variants (naming, layout, skip-list semantics) with the consequence
+the reference notes predict, per release. Facts cited: sglang-loading.md (SG §), vllm-loading.md
+(VL §), checkpoint-formats.md (CF §), docs/upstream-checks*.md."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ckptlint.targets import list_targets
+from ckptlint.testing.models import (DenseDims, Layout, Spec, all_linears, awq_config, ct_config, deepseek_dims,
+                                     dense_spec, gpt_oss_spec, gptq_config, mixtral_dims, modelopt_nvfp4,
+                                     moe_modules, qwen3_moe_dims, store_fp8_block)
+from helpers import build, run
+
+ALL = [t.id for t in list_targets()]
+
+
+def got(report, target, code=None):
+    return {(f.code, f.consequence.value, f.module) for f in report.findings
+            if f.target == target and (code is None or f.code == code) and f.severity.value != "info"}
+
+
+def clean_where_simulated(report):
+    """No warning/error on any target that simulates the method (TG603/TG601 say where it is not)."""
+    for t in report.targets:
+        fs = [f for f in report.findings if f.target == t.id]
+        if any(f.code in ("TG601", "TG603") for f in fs):
+            continue
+        assert [f for f in fs if f.severity.value != "info"] == [], (t.id, [(f.code, f.module) for f in fs])
+
+
+# ---------------------------------------------------------------------------------------------
+# compressed-tensors (Llama W4A16 pack-quantized; Qwen3-MoE; Mixtral)
+# ---------------------------------------------------------------------------------------------
+def test_ct_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("ct_w4a16"), ct_config())), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_ct_parent_module_ignore_semantics_change_at_0_5_18(tmp_path):
+    # Layer 1's MLP kept BF16 and ignored by its parent name. SGLang 0.5.9-0.5.16 match `ignore` by
+    # raw substring, so children are ignored too: loads. 0.5.18 (PR #32736) and vLLM match exact or
+    # dotted suffix / exact: the BF16 gate_up_proj/down_proj are built W4A16 -> shape error (SG §3.2).
+    d = DenseDims(num_hidden_layers=3)
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 1 and m.category == "dense_mlp")
+                    else "ct_w4a16")
+    rep = run(build(tmp_path, dense_spec(d, layout, ct_config(ignore=["lm_head", "model.layers.1.mlp"]))),
+              "sglang==0.5.16", "sglang==0.5.18", "vllm==0.33.0")
+    assert got(rep, "sglang==0.5.16") == set()
+    for t in ("sglang==0.5.18", "vllm==0.33.0"):
+        assert ("QD401", "load-error", "model.layers.1.mlp.gate_up_proj") in got(rep, t)
+
+
+def test_ct_moe_expert0_rule(tmp_path):
+    # Only expert 0's down_proj ignored (BF16): since PR #28878 the FusedMoE is decided from expert 0's
+    # three projections, which disagree -> "All MoE projections need to have same quantization scheme"
+    # (VL §3, SG §3.2). vLLM 0.11 ignored `ignore` for MoE: the BF16 shard meets a packed slot.
+    q = qwen3_moe_dims()
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router")
+                    or m.path == "model.layers.0.mlp.experts.0.down_proj" else "ct_w4a16")
+    cfg = ct_config(ignore=["lm_head", "re:.*mlp.gate$", "model.layers.0.mlp.experts.0.down_proj"])
+    rep = run(build(tmp_path, dense_spec(q, layout, cfg)), "sglang==0.5.23", "vllm==0.11.0", "vllm==0.33.0")
+    for t in ("sglang==0.5.23", "vllm==0.33.0"):
+        (f,) = [f for f in rep.findings if f.target == t and f.code == "QD402"]
+        assert f.module == "model.layers.0.mlp.experts"
+        assert f.error_text == "ValueError: All MoE projections need to have same quantization scheme but found multiple"
+    assert ("QD401", "load-error", "model.layers.0.mlp.experts") in got(rep, "vllm==0.11.0")
+
+
+def test_ct_mixtral_expert_names_before_0_32(tmp_path):
+    # Mixtral experts are w1/w3/w2. vLLM <= 0.31 probes expert 0 as gate_proj/up_proj/down_proj, so
+    # ignore entries naming w1/w2/w3 never match and a BF16 MoE is built quantized; 0.32 probes the
+    # model's own names (docs/upstream-checks-2.md A6).
+    m = mixtral_dims(num_hidden_layers=1)
+    layout = Layout(lambda mod: None if mod.category in ("lm_head", "embed", "router", "expert") else "ct_w4a16")
+    ignore = ["lm_head", "re:.*block_sparse_moe.gate$"] + [f"model.layers.0.block_sparse_moe.experts.{e}.{p}"
+                                                          for e in range(4) for p in ("w1", "w2", "w3")]
+    rep = run(build(tmp_path, dense_spec(m, layout, ct_config(ignore=ignore))), "vllm==0.31.0", "vllm==0.32.0")
+    assert ("QD401", "load-error", "model.layers.0.block_sparse_moe.experts") in got(rep, "vllm==0.31.0")
+    assert got(rep, "vllm==0.32.0") == set()
+
+
+def test_ct_layout_scale_grid(tmp_path):
+    spec = dense_spec(DenseDims(), all_linears("ct_w4a16"), ct_config())
+    spec.tensors = [(n, dt, (s[0], s[1] * 2) if n == "model.layers.0.mlp.down_proj.weight_scale" else s)
+                    for n, dt, s in spec.tensors]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    for t in ("sglang==0.5.23", "vllm==0.33.0"):
+        assert ("SC503", "load-error", "model.layers.0.mlp.down_proj") in got(rep, t)
+
+
+# ---------------------------------------------------------------------------------------------
+# GPTQ and AWQ (Llama)
+# ---------------------------------------------------------------------------------------------
+def test_gptq_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), gptq_config())), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_gptq_dynamic_negative_rule(tmp_path):
+    # `-:` keys of GPTQModel `dynamic` are re.match'ed against runtime prefixes: the quantized layer-0
+    # MLP is built unquantized. SGLang's Llama loader warns and skips `qweight` (weights stay
+    # uninitialised, silent); vLLM's AutoWeightsLoader raises on the unknown name (SG §3.6, VL §3).
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:model.layers.0.mlp.*": {}}))
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    f = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.module == "model.layers.0.mlp.gate_up_proj"][0]
+    assert f.consequence.value == "load-error"
+    assert f.error_text == "ValueError: There is no module or parameter named 'model.layers.0.mlp.gate_up_proj.qweight'"
+
+
+def test_gptq_layout_and_group_size(tmp_path):
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config())
+    spec.tensors = [(n, dt, (s[0] * 2, s[1]) if n == "model.layers.1.self_attn.o_proj.scales" else s)
+                    for n, dt, s in spec.tensors]
+    rep = run(build(tmp_path, spec), "vllm==0.33.0")
+    assert ("SC503", "load-error", "model.layers.1.self_attn.o_proj") in got(rep, "vllm==0.33.0")
+    # in-features 320 is not a multiple of group 128
+    rep = run(build(tmp_path, dense_spec(DenseDims(intermediate=320), all_linears("gptq"), gptq_config()), name="g"),
+              "sglang==0.5.23")
+    assert ("SC505", "load-error", "model.layers.0.mlp.down_proj") in got(rep, "sglang==0.5.23")
+
+
+def test_awq_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("awq"), awq_config())), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_awq_substring_skip_list(tmp_path):
+    # AWQ modules_to_not_convert is a raw substring: "gate" also matches gate_up_proj (SG §3.6, VL §3).
+    spec = dense_spec(DenseDims(), all_linears("awq"), awq_config(modules_to_not_convert=["gate"]))
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "vllm==0.33.0")
+
+
+def test_awq_empty_skip_list_inferred_by_vllm_only(tmp_path):
+    # vLLM 0.33 infers an empty modules_to_not_convert from the tensor dtypes; SGLang does not, so the
+    # BF16 layer-0 MLP is built AWQ there and fails the shape check (VL §3).
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
+                    else "awq")
+    rep = run(build(tmp_path, dense_spec(DenseDims(), layout, awq_config())), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    assert got(rep, "vllm==0.33.0") == set()
+
+
+def test_awq_layout(tmp_path):
+    spec = dense_spec(DenseDims(), all_linears("awq"), awq_config())
+    spec.tensors = [t for t in spec.tensors if t[0] != "model.layers.0.self_attn.o_proj.qzeros"]
+    rep = run(build(tmp_path, spec), "vllm==0.33.0")
+    assert ("SC501", "silent-corruption", "model.layers.0.self_attn.o_proj") in got(rep, "vllm==0.33.0")
+
+
+# ---------------------------------------------------------------------------------------------
+# gpt-oss MXFP4
+# ---------------------------------------------------------------------------------------------
+def test_mxfp4_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, gpt_oss_spec()), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_mxfp4_linears_are_never_quantized(tmp_path):
+    # Mxfp4Config ignores modules_to_not_convert; linears always unquantized (SG §3.5, VL §3): an MXFP4
+    # attention projection meets a BF16 slot.
+    rep = run(build(tmp_path, gpt_oss_spec(attn_fmt="mxfp4")), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.self_attn.qkv_proj") in got(rep, "sglang==0.5.23")
+    assert ("QD401", "load-error", "model.layers.0.attn.qkv_proj") in got(rep, "vllm==0.33.0")  # mapper .self_attn. -> .attn.
+
+
+@pytest.mark.parametrize("listed", [False, True])
+def test_mxfp4_experts_are_always_quantized(tmp_path, listed):
+    # BF16 experts under quant_method mxfp4 are built MXFP4 whatever modules_to_not_convert says.
+    mtnc = ["model.layers.*.mlp.experts", "model.layers.0.mlp.experts"] if listed else None
+    rep = run(build(tmp_path, gpt_oss_spec(experts_fmt="bf16", modules_to_not_convert=mtnc)), "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.experts") in got(rep, "vllm==0.33.0")
+
+
+# ---------------------------------------------------------------------------------------------
+# ModelOpt (DeepSeek-style NVFP4; Llama FP8)
+# ---------------------------------------------------------------------------------------------
+SMALL_DS = dict(num_hidden_layers=4, hidden=256, moe_intermediate=128, intermediate=256, q_lora_rank=128,
+                kv_lora_rank=128, qk_nope=64, qk_rope=64, v_head=64, heads=2)
+
+
+def test_modelopt_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, modelopt_nvfp4(deepseek_dims(**SMALL_DS))), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_modelopt_experts_star_glob_misses_the_fused_moe_on_sglang(tmp_path):
+    # `…mlp.experts.*` never fullmatches the FusedMoE prefix `…mlp.experts` in SGLang's glob matcher
+    # (SG §3.3): BF16 experts built NVFP4. vLLM's is_layer_skipped first applies the reversed
+    # substring rule for experts (the prefix is a substring of an entry containing "experts", VL §2):
+    # the MoE is excluded there and loads.
+    d = deepseek_dims(**SMALL_DS)
+    spec = modelopt_nvfp4(d)
+    spec.hf_quant_config["quantization"]["exclude_modules"].append("model.layers.3.mlp.experts.*")
+    bf16 = {f"model.layers.3.mlp.experts.{e}.{p}" for e in range(d.n_routed_experts) for p in ("gate_proj", "up_proj", "down_proj")}
+    mods = {m.path: m for m in moe_modules(d)}
+    tensors = [t for t in spec.tensors if t[0].rsplit(".", 1)[0] not in bf16]
+    tensors += [(f"{p}.weight", "BF16", mods[p].shape) for p in sorted(bf16)]
+    rep = run(build(tmp_path, Spec(spec.config, tensors, spec.hf_quant_config)), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.3.mlp.experts") in got(rep, "sglang==0.5.23")
+    assert got(rep, "vllm==0.33.0") == set()
+
+
+def test_modelopt_fp8_config_json_exclude_modules_key(tmp_path):
+    # config.json form: SGLang's ModelOpt FP8 reads only `ignore` (SG §3.3); vLLM reads
+    # `exclude_modules` when `ignore` is absent only from 0.33 (docs/upstream-checks-2.md A3). BF16 into a
+    # same-shape FP8 parameter is cast silently.
+    d = DenseDims()
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or m.layer == 0 else "fp8_tensor")
+    cfg = {"quant_method": "modelopt", "quant_algo": "FP8", "exclude_modules": ["lm_head", "model.layers.0*"]}
+    rep = run(build(tmp_path, dense_spec(d, layout, cfg)), "sglang==0.5.23", "vllm==0.32.0", "vllm==0.33.0")
+    assert ("QD401", "silent-corruption", "model.layers.0.self_attn.qkv_proj") in got(rep, "sglang==0.5.23")
+    assert ("QD401", "silent-corruption", "model.layers.0.self_attn.qkv_proj") in got(rep, "vllm==0.32.0")
+    assert got(rep, "vllm==0.33.0") == set()
+
+
+def test_modelopt_missing_nvfp4_scale(tmp_path):
+    # A missing NVFP4 weight_scale: vLLM 0.33 checks it (NaN placeholder) and raises; SGLang loads garbage.
+    spec = modelopt_nvfp4(deepseek_dims(**SMALL_DS))
+    spec.tensors = [t for t in spec.tensors if t[0] != "model.layers.0.mlp.down_proj.weight_scale"]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("SC501", "silent-corruption", "model.layers.0.mlp.down_proj") in got(rep, "sglang==0.5.23")
+    f = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.code == "SC501"][0]
+    assert f.consequence.value == "load-error" and "was never loaded (still NaN)" in f.error_text
+
+
+# ---------------------------------------------------------------------------------------------
+# fp8 (DeepSeek block FP8, the deepseek-ai/DeepSeek-R1 config)
+# ---------------------------------------------------------------------------------------------
+def _fp8_spec(**over):
+    d = deepseek_dims(**SMALL_DS)
+    cfg = d.config()
+    cfg["quantization_config"] = {"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+                                  "weight_block_size": [128, 128], **over}
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router", "mtp_proj", "plain") else "fp8_block")
+    return Spec(cfg, layout.tensors(moe_modules(d)))
+
+
+def test_fp8_correct_is_clean(tmp_path):
+    rep = run(build(tmp_path, _fp8_spec()), *ALL)
+    clean_where_simulated(rep)
+
+
+def test_fp8_block_scale_named_weight_scale(tmp_path):
+    # Block FP8 saved as `weight_scale` while the fp8 method registers `weight_scale_inv` (vLLM #43564):
+    # vLLM's DeepSeek loader raises KeyError; SGLang warns and skips, leaving placeholder scales.
+    spec = _fp8_spec()
+    spec.tensors = [(n.replace("weight_scale_inv", "weight_scale"), dt, s) for n, dt, s in spec.tensors]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("SC502", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    f = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.module == "model.layers.0.mlp.gate_up_proj"][0]
+    assert f.code == "SC502" and f.error_text == "KeyError: 'model.layers.0.mlp.gate_up_proj.weight_scale'"
+    assert f.data["module_count"] > 1  # the same defect in every layer is one finding
+
+
+def test_fp8_half_excluded_fused_module(tmp_path):
+    spec = _fp8_spec(modules_to_not_convert=["model.layers.0.mlp.gate_proj"])
+    spec.tensors = [(n, "BF16", s) if n == "model.layers.0.mlp.gate_proj.weight" else (n, dt, s)
+                    for n, dt, s in spec.tensors if n != "model.layers.0.mlp.gate_proj.weight_scale_inv"]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    for t in ("sglang==0.5.23", "vllm==0.33.0"):
+        (f,) = [f for f in rep.findings if f.target == t and f.code == "QD402"]
+        assert f.error_text.startswith("ValueError: Detected some but not all shards of model.layers.0.mlp.gate_up_proj")
+
+
+def test_fp8_block_scale_grid(tmp_path):
+    spec = _fp8_spec()
+    spec.tensors = [(n, dt, (s[0] * 2, s[1] * 2) if n == "model.layers.1.self_attn.o_proj.weight_scale_inv" else s)
+                    for n, dt, s in spec.tensors]
+    rep = run(build(tmp_path, spec), "vllm==0.33.0")
+    assert ("SC503", "load-error", "model.layers.1.self_attn.o_proj") in got(rep, "vllm==0.33.0")
+
+
+# ---------------------------------------------------------------------------------------------
+# Quark (beyond the MTP cases of test_mtp_exclude_prefix.py)
+# ---------------------------------------------------------------------------------------------
+def test_quark_llama_qkv_shards_need_a_packed_mapping(tmp_path):
+    # Attention kept BF16 and excluded per shard (q/k/v). SGLang's LlamaForCausalLM declares no
+    # packed_modules_mapping and Quark only gets gate_up_proj / fused_qkv_a injected (SG §3.1, §3.8):
+    # the fused qkv_proj is built MXFP4 -> shape error. vLLM's Llama maps qkv_proj to its shards: loads.
+    from ckptlint.testing.models import dense_modules, quark_mxfp4_config, unquantized_linear_names
+    d = DenseDims()
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "attn") else "mxfp4")
+    cfg = d.config()
+    cfg["quantization_config"] = quark_mxfp4_config(unquantized_linear_names(dense_modules(d), layout))
+    rep = run(build(tmp_path, Spec(cfg, layout.tensors(dense_modules(d)))), "sglang==0.5.23", "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.self_attn.qkv_proj") in got(rep, "sglang==0.5.23")
+    assert got(rep, "vllm==0.33.0") == set()
+
+
+def test_quark_layout_nvfp4_grid_on_mxfp4_experts(tmp_path):
+    from ckptlint.testing.models import glm5_quark_mxfp4
+    spec = glm5_quark_mxfp4()
+    spec.tensors = [(n, dt, (s[0], s[1] * 2) if ".mlp.experts." in n and n.endswith("weight_scale") else s)
+                    for n, dt, s in spec.tensors]
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    for t in ("sglang==0.5.23", "vllm==0.33.0"):
+        assert any(c == "SC503" and m.endswith("mlp.experts") for c, _, m in got(rep, t))
