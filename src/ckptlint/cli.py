@@ -69,6 +69,9 @@ def _build_app():
         help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
     PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
     TpOpt = Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
+    GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]
+    EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]
+    DpAttOpt = Annotated[bool, typer.Option("--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]
     EndpointOpt = Annotated[Optional[str], typer.Option(
         "--endpoint", help="Hub URL for hf://ORG/REPO[@REVISION] paths (default: $HF_ENDPOINT or https://huggingface.co).")]
 
@@ -82,6 +85,9 @@ def _build_app():
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
         tp: TpOpt = 1,
+        gpu: GpuOpt = None,
+        ep: EpOpt = None,
+        dp_attention: DpAttOpt = False,
         output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
         endpoint: EndpointOpt = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on stderr.")] = False,
@@ -102,7 +108,11 @@ def _build_app():
                 if r is None:
                     _usage_error(f"unknown rule code or name {s!r} (see `ckptlint rules`)")
                 selected.add(r.code)
-        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        from ckptlint.deployment_cli import validate
+
+        gpu, ep = validate(gpu, tp, ep)
+        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp,
+                         gpu=gpu, ep=ep, dp_attention=dp_attention)
         try:
             from ckptlint.reader import open_path
 
@@ -133,6 +143,9 @@ def _build_app():
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
         tp: TpOpt = 1,
+        gpu: GpuOpt = None,
+        ep: EpOpt = None,
+        dp_attention: DpAttOpt = False,
         endpoint: EndpointOpt = None,
     ) -> None:
         """Show the per-module load plan of one target: runtime module, decision, reason, stored form."""
@@ -150,7 +163,11 @@ def _build_app():
             _usage_error(str(exc))
         if ckpt.config is None:
             _usage_error(f"{path}: no readable config.json, nothing to simulate")
-        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        from ckptlint.deployment_cli import validate
+
+        gpu, ep = validate(gpu, tp, ep)
+        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp,
+                         gpu=gpu, ep=ep, dp_attention=dp_attention)
         p = simulate(ckpt, targets[0], dep)
         sys.stdout.write(render_plan(p, module, json_out=format is Format.json))
 
@@ -239,6 +256,9 @@ def _build_app():
         for title, body in r.doc_sections().items():
             sys.stdout.write(f"## {title}\n{body}\n\n")
 
+    from ckptlint.deployment_cli import register as _register_deployment
+
+    _register_deployment(app)
     return app
 
 
