@@ -15,7 +15,8 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
                                     glm5_quark_mxfp4, modelopt_nvfp4)
 from helpers import build, errors, run
 
-RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "CF311", "DP801", "DP802", "DP803", "DP804", "DP805"}
+RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "TG604", "CF311",
+              "SC501", "SC502", "SC503", "SC504", "SC505", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
 def codes(report, target=None):

@@ -8,13 +8,20 @@ from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquant
 from ckptlint.rules.mtp_weights_missing import MtpWeightsMissing
 from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
 from ckptlint.rules.quantization_mismatch import QuantizationMismatch
-from ckptlint.rules.target_support import NotSimulated, TargetNotVerified, TargetUnsupported
+from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
+from ckptlint.rules.quantized_dtype_mismatch import QuantizedDtypeMismatch
+from ckptlint.rules.quantized_shape_mismatch import QuantizedShapeMismatch
+from ckptlint.rules.scale_missing import ScaleMissing
+from ckptlint.rules.unexpected_tensor import UnexpectedTensor
+from ckptlint.rules.target_support import (GenericSimulation, NotSimulated, TargetNotVerified,
+                                           TargetUnsupported)
 from ckptlint.rules.container import CONTAINER_RULES
 from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
-     TargetUnsupported, TargetNotVerified, NotSimulated, MtpWeightsMissing, MtpQuantizedDraftUnquantized,
+     TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized,
+     ScaleMissing, UnexpectedTensor, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
      *DEPLOYMENT_RULES),
     key=lambda r: r.code,
 ))
