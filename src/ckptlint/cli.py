@@ -18,6 +18,12 @@ class Format(str, Enum):
     json = "json"
 
 
+class RulesFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
 class FailOn(str, Enum):
     error = "error"
     warning = "warning"
@@ -53,6 +59,41 @@ def _targets(specs: list[str] | None):
     return out
 
 
+def _config(path: str | None, config_file: str | None, isolated: bool):
+    """The configuration in effect (ckptlint.config); a bad file is a usage error."""
+    from ckptlint.config import ConfigError, load
+
+    try:
+        return load(path, config_file, isolated)
+    except ConfigError as exc:
+        _usage_error(str(exc))
+
+
+def _deployment(cfg, speculative: bool | None, platform, tp: int | None, gpu: str | None = None,
+                ep: int | None = None, dp_attention: bool = False):
+    """Deployment options: command line first, then the configuration file, then the defaults."""
+    from ckptlint.deployment import Deployment
+    from ckptlint.deployment_cli import validate
+
+    c = cfg.config
+    tp = tp or c.tp or 1
+    gpu, ep = validate(gpu, tp, ep)
+    return Deployment(speculative=speculative if speculative is not None else c.speculative,
+                      platform=platform.value if platform else c.platform, tp=tp, gpu=gpu, ep=ep,
+                      dp_attention=dp_attention)
+
+
+def _one_target(target: str | None, cfg, command: str):
+    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it names one."""
+    specs = [target] if target else (cfg.config.target or [])
+    if not specs:
+        _usage_error(f"{command} needs --target FRAMEWORK==VERSION")
+    targets = _targets(specs)
+    if len(targets) != 1:
+        _usage_error(f"{command} takes exactly one release: FRAMEWORK==VERSION")
+    return targets[0]
+
+
 def _build_app():
     import typer
 
@@ -68,10 +109,14 @@ def _build_app():
         "--speculative/--no-speculative",
         help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
     PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
-    TpOpt = Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
+    TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
     GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]
     EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]
     DpAttOpt = Annotated[bool, typer.Option("--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]
+    ConfigOpt = Annotated[Optional[str], typer.Option(
+        "--config", help="Use this configuration file (ckptlint.toml, or pyproject.toml with [tool.ckptlint]) "
+        "instead of looking next to the checkpoint, then in the current directory.")]
+    IsolatedOpt = Annotated[bool, typer.Option("--isolated", help="Ignore all configuration files.")]
     EndpointOpt = Annotated[Optional[str], typer.Option(
         "--endpoint", help="Hub URL for hf://ORG/REPO[@REVISION] paths (default: $HF_ENDPOINT or https://huggingface.co).")]
 
@@ -80,45 +125,62 @@ def _build_app():
         path: Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")],
         target: TargetOpt = None,
         format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
-        fail_on: Annotated[FailOn, typer.Option("--fail-on", help="Lowest severity that makes the exit code 1.")] = FailOn.error,
-        select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these rule codes or names.")] = None,
+        fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
+        select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
+        ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
+        extend_select: Annotated[Optional[list[str]], typer.Option("--extend-select", help="Add these rules to the selection.")] = None,
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
-        tp: TpOpt = 1,
+        tp: TpOpt = None,
         gpu: GpuOpt = None,
         ep: EpOpt = None,
         dp_attention: DpAttOpt = False,
         output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+        config: ConfigOpt = None,
+        isolated: IsolatedOpt = False,
+        baseline: Annotated[Optional[str], typer.Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones).")] = None,
+        write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0.")] = None,
         endpoint: EndpointOpt = None,
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on stderr.")] = False,
     ) -> None:
         """Check a checkpoint against one or more framework releases."""
-        from ckptlint.deployment import Deployment
+        from ckptlint import baseline as bl
+        from ckptlint import selection as sel
         from ckptlint.engine import check as run_check
         from ckptlint.findings import Severity
         from ckptlint.reader import NotACheckpoint
-        from ckptlint.rules import get_rule
 
-        targets = _targets(target)
-        selected = None
-        if select:
-            selected = set()
-            for s in select:
-                r = get_rule(s)
-                if r is None:
-                    _usage_error(f"unknown rule code or name {s!r} (see `ckptlint rules`)")
-                selected.add(r.code)
-        from ckptlint.deployment_cli import validate
-
-        gpu, ep = validate(gpu, tp, ep)
-        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp,
-                         gpu=gpu, ep=ep, dp_attention=dp_attention)
+        cfg = _config(path, config, isolated)
+        try:
+            selection = sel.build([cfg.selection_layer(), sel.Layer(
+                select=sel.split_flags(select), extend_select=sel.split_flags(extend_select) or (),
+                ignore=sel.split_flags(ignore) or ())], cfg.ignore_rules())
+            known = bl.load(baseline) if baseline else None
+        except (sel.SelectorError, bl.BaselineError) as exc:
+            _usage_error(str(exc))
+        targets = _targets(target or cfg.config.target)
+        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention)
         try:
             from ckptlint.reader import open_path
 
-            report = run_check(open_path(path, endpoint=endpoint, progress=not quiet), targets, dep, selected)  # type: ignore[arg-type]
+            report = run_check(open_path(path, endpoint=endpoint, progress=not quiet), targets, dep)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
             _usage_error(str(exc))
+        report.config_file = str(cfg.path) if cfg.path else None
+        sel.apply_selection(report, selection)
+        if write_baseline:
+            try:
+                n = bl.write(write_baseline, report.findings)
+            except bl.BaselineError as exc:
+                _usage_error(str(exc))
+            typer.echo(f"ckptlint: wrote {n} fingerprint(s) to {write_baseline}", err=True)
+        if known is not None:
+            bl.apply_baseline(report, known)
+        dropped = ([f"{report.ignored['by_config']} by rule selection and ignores"
+                    + (f" ({cfg.label})" if cfg.path else "")] if report.ignored["by_config"] else []) \
+            + ([f"{report.ignored['by_baseline']} by baseline {baseline}"] if report.ignored["by_baseline"] else [])
+        if dropped:
+            typer.echo(f"ckptlint: finding(s) ignored: {', '.join(dropped)}", err=True)
         if format is Format.json:
             from ckptlint.render.json_out import render
         else:
@@ -130,66 +192,62 @@ def _build_app():
             atomic_write(output, text.encode('utf-8'))
         else:
             sys.stdout.write(text)
-        threshold = Severity(fail_on.value).rank
-        failing = any(f.severity.rank >= threshold for f in report.findings)
+        threshold = Severity(fail_on.value if fail_on else (cfg.config.fail_on or "error")).rank
+        failing = any(f.severity.rank >= threshold for f in report.findings) and not write_baseline
         raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
     @app.command()
     def plan(
         path: Annotated[str, typer.Argument(help="Checkpoint directory.")],
-        target: Annotated[str, typer.Option("--target", "-t", help="FRAMEWORK==VERSION")],
+        target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (default: the config's target if it names one release)")] = None,
         module: Annotated[Optional[str], typer.Option("--module", "-m", help="Only runtime modules containing this text.")] = None,
         format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
-        tp: TpOpt = 1,
+        tp: TpOpt = None,
         gpu: GpuOpt = None,
         ep: EpOpt = None,
         dp_attention: DpAttOpt = False,
+        config: ConfigOpt = None,
+        isolated: IsolatedOpt = False,
         endpoint: EndpointOpt = None,
     ) -> None:
         """Show the per-module load plan of one target: runtime module, decision, reason, stored form."""
-        from ckptlint.deployment import Deployment
         from ckptlint.reader import NotACheckpoint, load_checkpoint
         from ckptlint.render.plan import render_plan
         from ckptlint.simulate import simulate
 
-        targets = _targets([target])
-        if len(targets) != 1:
-            _usage_error("plan needs exactly one release: FRAMEWORK==VERSION")
+        cfg = _config(path, config, isolated)
+        targets = [_one_target(target, cfg, "plan")]
         try:
             ckpt = load_checkpoint(path, endpoint=endpoint)
         except NotACheckpoint as exc:
             _usage_error(str(exc))
         if ckpt.config is None:
             _usage_error(f"{path}: no readable config.json, nothing to simulate")
-        from ckptlint.deployment_cli import validate
-
-        gpu, ep = validate(gpu, tp, ep)
-        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp,
-                         gpu=gpu, ep=ep, dp_attention=dp_attention)
+        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention)
         p = simulate(ckpt, targets[0], dep)
         sys.stdout.write(render_plan(p, module, json_out=format is Format.json))
 
     @app.command()
     def fix(
         path: Annotated[str, typer.Argument(help="Checkpoint directory.")],
-        target: Annotated[str, typer.Option("--target", "-t", help="FRAMEWORK==VERSION (one target per call)")],
+        target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (one target per call; default: the config's target if it names one release)")] = None,
         write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it.")] = False,
         backup: Annotated[bool, typer.Option("--backup/--no-backup", help="Keep the original as <file>.orig.")] = True,
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
-        tp: TpOpt = 1,
+        tp: TpOpt = None,
+        config: ConfigOpt = None,
+        isolated: IsolatedOpt = False,
     ) -> None:
         """Print (or --write) the minimal skip-list addition that makes TARGET load the checkpoint."""
-        from ckptlint.deployment import Deployment
         from ckptlint.fix import plan_fix, write_fix
         from ckptlint.reader import NotACheckpoint
 
-        targets = _targets([target])
-        if len(targets) != 1:
-            _usage_error("fix takes exactly one release: FRAMEWORK==VERSION")
-        dep = Deployment(speculative=speculative, platform=platform.value if platform else None, tp=tp)
+        cfg = _config(path, config, isolated)
+        targets = [_one_target(target, cfg, "fix")]
+        dep = _deployment(cfg, speculative, platform, tp)
         try:
             fp = plan_fix(path, targets[0], dep)
         except NotACheckpoint as exc:
@@ -197,7 +255,11 @@ def _build_app():
         if fp.diff:
             sys.stdout.write(fp.diff)
             if write:
-                for note in write_fix(path, fp, backup=backup):
+                try:
+                    notes = write_fix(path, fp, backup=backup)
+                except OSError as exc:
+                    _usage_error(f"cannot write {fp.file} in {path}: {exc.strerror or exc}; {fp.file} was not changed")
+                for note in notes:
                     typer.echo(f"ckptlint: {note}", err=True)
                 typer.echo(f"ckptlint: added {len(fp.added)} entr{'y' if len(fp.added) == 1 else 'ies'} to "
                            f"{'.'.join(fp.key_path)} in {fp.file}", err=True)
@@ -230,13 +292,18 @@ def _build_app():
             sys.stdout.write(f"{t.id:<16} {t.data.released or '':<11} {first}.\n")
 
     @app.command()
-    def rules(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
-        """List every rule."""
+    def rules(format: Annotated[RulesFormat, typer.Option("--format", "-f")] = RulesFormat.text) -> None:
+        """List every rule (markdown: the README's rule table)."""
         import json
 
         from ckptlint.rules import ALL_RULES
 
-        if format is Format.json:
+        if format is RulesFormat.markdown:
+            from ckptlint.render.rules import markdown_table
+
+            sys.stdout.write(markdown_table())
+            return
+        if format is RulesFormat.json:
             sys.stdout.write(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary,
                                           "scope": r.scope, "consequences": [c.value for c in r.consequences]}
                                          for r in ALL_RULES], indent=2) + "\n")
