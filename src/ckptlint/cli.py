@@ -18,6 +18,15 @@ class Format(str, Enum):
     json = "json"
 
 
+class CheckFormat(str, Enum):
+    """``check`` also writes SARIF 2.1.0 and GitHub workflow-command annotations."""
+
+    text = "text"
+    json = "json"
+    sarif = "sarif"
+    github = "github"
+
+
 class RulesFormat(str, Enum):
     text = "text"
     json = "json"
@@ -124,7 +133,7 @@ def _build_app():
     def check(
         path: Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")],
         target: TargetOpt = None,
-        format: Annotated[Format, typer.Option("--format", "-f", help="Output format.")] = Format.text,
+        format: Annotated[CheckFormat, typer.Option("--format", "-f", help="Output format: text, json, sarif (SARIF 2.1.0) or github (workflow-command annotations, then the text report).")] = CheckFormat.text,
         fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
         select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
         ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
@@ -181,8 +190,12 @@ def _build_app():
             + ([f"{report.ignored['by_baseline']} by baseline {baseline}"] if report.ignored["by_baseline"] else [])
         if dropped:
             typer.echo(f"ckptlint: finding(s) ignored: {', '.join(dropped)}", err=True)
-        if format is Format.json:
+        if format is CheckFormat.json:
             from ckptlint.render.json_out import render
+        elif format is CheckFormat.sarif:
+            from ckptlint.render.sarif import render
+        elif format is CheckFormat.github:
+            from ckptlint.render.github import render
         else:
             from ckptlint.render.text import render
         text = render(report)
