@@ -79,3 +79,16 @@ def test_interrupted_write_leaves_original_intact(tmp_path, monkeypatch):
         write_fix(str(path), fp, backup=False)
     assert (path / "config.json").read_bytes() == original
     assert not [p for p in path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_atomic_write_keeps_the_file_mode(tmp_path):
+    from ckptlint.fsutil import atomic_write
+
+    p = tmp_path / "config.json"
+    p.write_text("{}")
+    os.chmod(p, 0o644)
+    atomic_write(p, b'{"a": 1}')
+    assert (p.stat().st_mode & 0o777) == 0o644 and p.read_bytes() == b'{"a": 1}'
+    new = tmp_path / "report.json"
+    atomic_write(new, b"x")
+    assert new.stat().st_mode & 0o044  # readable by others as a plain open() would make it (umask 022)

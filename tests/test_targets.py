@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ckptlint.targets import (FRAMEWORKS, TargetError, _merged, known_versions, load_target_data,
-                              raw_files, resolve)
+from ckptlint.targets import (FRAMEWORKS, TargetError, _merged, known_versions, raw_files, resolve,
+                              validate_target_data)
 from ckptlint.targets.schema import TargetData
 
 ALL = [(fw, v) for fw in FRAMEWORKS for v in known_versions(fw)]
@@ -20,7 +20,7 @@ def test_every_file_loads_strictly_and_cites_sources(fw, version):
     assert raw.get("sources"), f"{fw} {version} cites no upstream source"
     for src in raw["sources"]:
         assert src["file"].startswith(("sglang/", "vllm/")) and src["what"].strip()
-    data = load_target_data(fw, version)
+    data = validate_target_data(fw, version)  # strict pydantic validation of the merged file
     assert data.summary.strip()
     if raw.get("extends"):
         assert raw["extends"] in raw_files(fw)
@@ -82,3 +82,28 @@ def test_glm5_draft_class_changes_at_0_5_16():
     assert new.architecture("GlmMoeDsaForCausalLM").draft.cls == "GlmMoeDsaForCausalLMNextN"
     assert old.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {"model.layers.61": "model.decoder"}
     assert new.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {}
+
+
+def test_compiled_data_is_current():
+    # `check` reads the compiled JSON (no pydantic on the hot path); it must equal a fresh build of the
+    # validated TOML files. Regenerate with `python -m ckptlint.targets.compile`.
+    from ckptlint import hardware
+    from ckptlint.targets import COMPILED, DATA_DIR
+    from ckptlint.targets.compile import render, render_hardware
+
+    assert (DATA_DIR / COMPILED).read_text(encoding="utf-8") == render()
+    assert hardware.COMPILED.read_text(encoding="utf-8") == render_hardware()
+
+
+def test_check_path_does_not_import_pydantic():
+    import subprocess
+    import sys
+
+    code = ("import sys; from ckptlint.engine import check; from ckptlint.targets import newest_targets; "
+            "check('fixtures/glm5-quark-mxfp4-mtp-exclude-prefix', newest_targets()); "
+            "print('pydantic' in sys.modules)")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
+    assert out.stdout.strip() == "False", out.stderr

@@ -65,6 +65,9 @@ class Checkpoint:
     # Raw text of the JSON files, to locate findings at a line (SARIF regions).
     texts: dict[str, str] = field(default_factory=dict)
     is_single_file: bool = False
+    # Target-independent derived data (module grouping, stored forms), computed once per checkpoint
+    # and shared by every simulated target.
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def bytes_read(self) -> int:

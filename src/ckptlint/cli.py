@@ -297,7 +297,7 @@ def _build_app():
         if format is Format.json:
             sys.stdout.write(json.dumps([{"target": t.id, "extends": t.data.extends, "released": t.data.released,
                                           "summary": t.data.summary,
-                                          "sources": [s.model_dump() for s in t.data.sources]} for t in ts],
+                                          "sources": [dict(s) if isinstance(s, dict) else s.model_dump() for s in t.data.sources]} for t in ts],
                                         indent=2) + "\n")
             return
         for t in ts:

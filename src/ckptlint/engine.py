@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 from dataclasses import dataclass, field
@@ -64,8 +65,17 @@ class Report:
 def check(path: str, targets: list[Target], deployment: Deployment | None = None,
           selected: set[str] | None = None) -> Report:
     t0 = time.perf_counter()
-    ckpt = load_checkpoint(path)
-    report = check_loaded(ckpt, targets, deployment, selected)
+    # The pipeline allocates hundreds of thousands of small objects that all live until the report
+    # is rendered: cyclic garbage collection would only rescan them (about a third of the run time
+    # on a 92,000-tensor checkpoint), so it is paused for the check.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        ckpt = load_checkpoint(path)
+        report = check_loaded(ckpt, targets, deployment, selected)
+    finally:
+        if was_enabled:
+            gc.enable()
     report.timings["read"] = time.perf_counter() - t0 - sum(report.timings.values())
     return report
 

@@ -145,6 +145,22 @@ def layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIss
     st = shard.stored
     if d is None or not d.quantized or d.scheme is None or not st.quantized or st.weight is None:
         return []
+    # The verdict depends only on the scheme, the module's loader and the tensors' suffix/dtype/shape:
+    # identical experts and layers share it (memoised per plan).
+    key = (d.scheme, rm.kind, rm.loader, st.sig)
+    memo = plan.cache.setdefault("layout", {})
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _layout_issues(plan, rm, shard)
+        return found
+    if not found:
+        return found
+    return _layout_issues(plan, rm, shard)
+
+
+def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIssue]:
+    d = rm.decision
+    st = shard.stored
     scheme = d.scheme
     stored = {t.name.rsplit(".", 1)[-1]: (t.dtype, t.shape) for t in shard.tensors}
     dims = scheme.logical_dims(stored)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckptlint.checkpoint import Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment
 from ckptlint.matching import CompiledList, compile_list
 from ckptlint.quant import QuantConfig, Scheme, parse_quant_config
 from ckptlint.targets import Target
-from ckptlint.targets.schema import Architecture, Draft, KindRule, MethodRules
+
+if TYPE_CHECKING:
+    from ckptlint.targets.schema import Architecture, Draft, KindRule, MethodRules
 
 QUANT_SUFFIXES = frozenset({
     "weight_scale", "weight_scale_inv", "weight_scale_2", "input_scale", "weight_packed",
@@ -27,7 +29,7 @@ QUANT_SUFFIXES = frozenset({
 WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight", "gate_up_proj_blocks", "gate_up_proj")
 
 
-@dataclass
+@dataclass(slots=True)
 class Stored:
     """What the checkpoint holds for one checkpoint module."""
 
@@ -36,6 +38,7 @@ class Stored:
     scales: list[str]
     logical_k: int | None = None  # in-features, undoing packing
     logical_n: int | None = None
+    sig: tuple = ()  # (suffix, dtype, shape) of every tensor: what layout verdicts depend on
 
     def describe(self) -> str:
         if self.weight is None:
@@ -45,7 +48,7 @@ class Stored:
         return f"{w.dtype} {list(w.shape)}{extra}"
 
 
-@dataclass
+@dataclass(slots=True)
 class Shard:
     ckpt_module: str  # checkpoint module path (tensor name without parameter suffix)
     query: str  # the name the framework tests in its skip list for this shard
@@ -55,7 +58,7 @@ class Shard:
     proj: str | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Decision:
     quantized: bool
     reason: str
@@ -67,7 +70,7 @@ class Decision:
     conflict: bool = False  # the skip list treats the shards of this fused module differently
 
 
-@dataclass
+@dataclass(slots=True)
 class RuntimeModule:
     name: str
     kind: str
@@ -106,6 +109,7 @@ class Plan:
     platform: str | None = None
     deployment_text: str | None = None
     generic: bool = False  # simulated with the generic architecture rules
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)  # memoised per-plan verdicts
 
     @property
     def simulated(self) -> bool:
@@ -113,25 +117,39 @@ class Plan:
 
 
 # ---------------------------------------------------------------------------------------------
+_WEIGHT_RANK = {s: i for i, s in enumerate(WEIGHT_SUFFIXES)}
+
+
 def classify_stored(tensors: list[TensorInfo]) -> Stored:
-    by_suffix = {t.name.rsplit(".", 1)[-1]: t for t in tensors}
-    weight = next((by_suffix[s] for s in WEIGHT_SUFFIXES if s in by_suffix), None)
-    scales = sorted(s for s in by_suffix if s in QUANT_SUFFIXES or s.endswith("_scales"))
+    weight: TensorInfo | None = None
+    rank = len(WEIGHT_SUFFIXES)
+    scales: list[str] = []
+    wscale: TensorInfo | None = None
+    sig = []
+    for t in tensors:
+        suffix = t.name.rpartition(".")[2]
+        sig.append((suffix, t.dtype, t.shape))
+        r = _WEIGHT_RANK.get(suffix)
+        if r is not None and r < rank:
+            weight, rank = t, r
+        elif suffix in QUANT_SUFFIXES or suffix.endswith("_scales"):
+            scales.append(suffix)
+            if suffix == "weight_scale":
+                wscale = t
+    scales.sort()
     if weight is None:
-        return Stored(None, None, scales)
+        return Stored(None, None, scales, sig=tuple(sig))
     quantized = (not weight.is_float) or bool(scales)
     n = k = None
-    if len(weight.shape) >= 2:
-        n, k = weight.shape[-2], weight.shape[-1]
-        if quantized and weight.dtype in ("U8", "I8") and "weight_scale" in by_suffix:
-            sc = by_suffix["weight_scale"]
+    shape = weight.shape
+    if len(shape) >= 2:
+        n, k = shape[-2], shape[-1]
+        if quantized and weight.dtype in ("U8", "I8") and wscale is not None:
+            sc = wscale.shape
             # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
-            if len(sc.shape) == len(weight.shape) and sc.shape[-1] > 0:
-                for g in (16, 32):
-                    if sc.shape[-1] * g == 2 * weight.shape[-1]:
-                        k = 2 * weight.shape[-1]
-                        break
-    return Stored(quantized, weight, scales, logical_k=k, logical_n=n)
+            if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
+                k = 2 * shape[-1]
+    return Stored(quantized, weight, scales, logical_k=k, logical_n=n, sig=tuple(sig))
 
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:
@@ -271,7 +289,6 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     namer = _Namer(arch, config)
     method_name = plan.quant.method_key if plan.quant else None
     prefix = arch.layer_prefix
-    layer_re = re.compile(re.escape(prefix) + r"(\d+)\.")
     mtp = set(plan.mtp_layers)
     nhl = plan.num_hidden_layers
     draft = plan.draft
@@ -280,13 +297,10 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
 
-    groups: dict[str, list[TensorInfo]] = {}
-    for t in ckpt.tensors.values():
-        groups.setdefault(t.name.rpartition(".")[0], []).append(t)
+    named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
+        ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
 
-    for module, tensors in groups.items():
-        m = layer_re.match(module + ".")
-        layer = int(m.group(1)) if m else None
+    for module, tensors, stored, has_matrix, layer in module_groups(ckpt, prefix):
         role = "main"
         if layer is not None and layer in mtp:
             if draft is None:
@@ -315,13 +329,52 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
                 if rx.search(name):
                     name = rx.sub(to, name, count=1)
                     break
-        runtime, query, expert, proj = namer.name(name)
+        hit = named.get(name)
+        if hit is None:
+            hit = named[name] = namer.name(name)
+        runtime, query, expert, proj = hit
         rm = plan.modules.get(runtime)
         if rm is None:
-            has_matrix = any(len(t.shape) >= 2 or t.name.rsplit(".", 1)[-1] in QUANT_SUFFIXES for t in tensors)
             kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
             rm = plan.modules[runtime] = RuntimeModule(runtime, kind, loader, role)
-        rm.shards.append(Shard(module, query, tensors, classify_stored(tensors), expert, proj))
+        rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
+
+
+def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorInfo], Stored, bool, int | None]]:
+    """Checkpoint modules (tensor name minus its last component) with their tensors, stored form and
+    layer index: the same for every target, so computed once per checkpoint (per layer prefix)."""
+    base = ckpt.cache.get("groups")
+    if base is None:
+        groups: dict[str, list[TensorInfo]] = {}
+        for name, t in ckpt.tensors.items():
+            groups.setdefault(name.rpartition(".")[0], []).append(t)
+        base = []
+        for module, tensors in groups.items():
+            stored = classify_stored(tensors)
+            w = stored.weight
+            has_matrix = (w is not None and len(w.shape) >= 2) or bool(stored.scales) or \
+                any(len(t.shape) >= 2 for t in tensors)
+            base.append((module, tensors, stored, has_matrix))
+        ckpt.cache["groups"] = base
+    key = ("groups", prefix)
+    cached = ckpt.cache.get(key)
+    if cached is None:
+        n = len(prefix)
+        cached = []
+        for module, tensors, stored, has_matrix in base:
+            layer = None
+            if module.startswith(prefix):
+                head = module[n:].partition(".")[0]
+                if head.isdigit():
+                    layer = int(head)
+            cached.append((module, tensors, stored, has_matrix, layer))
+        ckpt.cache[key] = cached
+    return cached
+
+
+def present_layers(ckpt: Checkpoint, prefix: str) -> set[int]:
+    """Layer indices that have at least one tensor (for the MTP completeness rule)."""
+    return {g[4] for g in module_groups(ckpt, prefix) if g[4] is not None}
 
 
 def _exclude_lists(plan: Plan) -> None:

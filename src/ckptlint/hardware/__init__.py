@@ -8,66 +8,63 @@ come from the data.
 
 from __future__ import annotations
 
-import tomllib
+import hashlib
+import json
 from functools import lru_cache
-from importlib import resources
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from ckptlint._ns import NS, wrap
 
 Level = Literal["native", "fallback", "emulated", "unsupported", "unknown"]
+Gpu = Any  # schema.Gpu or GpuNS
+Support = Any
+Architecture = Any
 FORMAT_KEYS = ("fp8", "fp8_block", "mxfp4", "mxfp4_gptoss", "nvfp4", "mxfp6", "int4")
 _UNIT_BYTES = {"GB": 10**9, "GiB": 2**30}
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class GpuNS(NS):
+    """A GPU entry of the compiled data (same attributes as schema.Gpu)."""
 
-
-class Support(_Strict):
-    level: Level
-    note: str
-    source: str
-
-
-class Architecture(_Strict):
-    like: str | None = None
-    platform: Literal["cuda", "rocm"]
-    fp8_dtype: Literal["e4m3fn", "e4m3fnuz"]
-    source: str
-    # format key -> framework ("sglang" | "vllm" | "all") -> support
-    support: dict[str, dict[Literal["all", "sglang", "vllm"], Support]] = Field(default_factory=dict)
-
-
-class Gpu(_Strict):
-    key: str = ""
-    name: str
-    vendor: Literal["amd", "nvidia"]
-    architecture: str
-    memory: float
-    memory_unit: Literal["GB", "GiB"]
-    memory_kind: str
-    source: str
+    __slots__ = ()
 
     @property
     def memory_bytes(self) -> int:
-        return int(self.memory * _UNIT_BYTES[self.memory_unit])
+        return int(self["memory"] * _UNIT_BYTES[self["memory_unit"]])
 
     @property
     def label(self) -> str:
-        """How findings name the GPU, e.g. ``NVIDIA B200 (sm100)``."""
-        return f"{self.name} ({self.architecture})"
+        return f"{self['name']} ({self['architecture']})"
 
 
-class GpuData(_Strict):
-    schema_: int = Field(alias="schema")
-    gpus: dict[str, Gpu]
-    architectures: dict[str, Architecture]
+HERE = Path(__file__).resolve().parent
+COMPILED = HERE / "compiled.json"
+
+
+def _digest() -> str:
+    h = hashlib.sha256()
+    for name in ("gpus.toml", "parallel.toml"):
+        h.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
+    return h.hexdigest()
 
 
 @lru_cache(maxsize=1)
-def gpu_data() -> GpuData:
-    raw = tomllib.loads(resources.files("ckptlint.hardware").joinpath("gpus.toml").read_text(encoding="utf-8"))
+def _compiled() -> dict[str, Any] | None:
+    try:
+        doc = json.loads(COMPILED.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("digest") == _digest() else None
+
+
+def validate_gpu_data() -> Any:
+    """Strict validation of gpus.toml (pydantic; the compiler and the tests)."""
+    import tomllib
+
+    from ckptlint.hardware.schema import GpuData
+
+    raw = tomllib.loads((HERE / "gpus.toml").read_text(encoding="utf-8"))
     for key, g in raw.get("gpus", {}).items():
         g["key"] = key
     data = GpuData.model_validate(raw)
@@ -80,6 +77,16 @@ def gpu_data() -> GpuData:
         for fmt in a.support:
             if fmt not in FORMAT_KEYS:
                 raise ValueError(f"gpus.toml: architecture {key}: unknown format key {fmt}")
+    return data
+
+
+@lru_cache(maxsize=1)
+def gpu_data() -> Any:
+    compiled = _compiled()
+    if compiled is None:
+        return validate_gpu_data()
+    data = wrap(compiled["gpus"])
+    data["gpus"] = {k: GpuNS(v) for k, v in data["gpus"].items()}
     return data
 
 

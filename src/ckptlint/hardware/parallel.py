@@ -7,13 +7,12 @@ the framework shards and by how many ranks; the DP80x rules and ``ckptlint inspe
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from ckptlint._ns import wrap
+from ckptlint.hardware import HERE, _compiled
 
 if TYPE_CHECKING:
     from ckptlint.deployment import Deployment
@@ -22,50 +21,21 @@ if TYPE_CHECKING:
 Dim = Literal["out", "in", "replicated", "vocab", "moe"]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def validate_parallel_data() -> Any:
+    import tomllib
 
+    from ckptlint.hardware.schema import ParallelData
 
-class PatternRule(_Strict):
-    pattern: str
-    dim: Dim
-
-
-class FrameworkParallel(_Strict):
-    verified: str
-    source: str
-    sharding: dict[str, Dim]
-    patterns: list[PatternRule] = Field(default_factory=list)
-    kind_sharding: dict[str, Dim]
-    dp_attention: str
-    dp_attention_source: str
-    divisibility_error: str
-    divisibility_source: str
-    ep_uneven: Literal["error", "allowed"]
-    ep_error: str
-    ep_source: str
-    block_n_error: str
-    block_k_error: str
-    moe_block_n_error: str
-    moe_block_k_error: str
-    merged_block_check: Literal["all", "all_but_last"]
-    block_source: str
-    group_error: str
-    group_source: str
-
-
-class ParallelData(_Strict):
-    schema_: int = Field(alias="schema")
-    frameworks: dict[str, FrameworkParallel]
+    return ParallelData.model_validate(tomllib.loads((HERE / "parallel.toml").read_text(encoding="utf-8")))
 
 
 @lru_cache(maxsize=1)
-def parallel_data() -> ParallelData:
-    text = resources.files("ckptlint.hardware").joinpath("parallel.toml").read_text(encoding="utf-8")
-    return ParallelData.model_validate(tomllib.loads(text))
+def parallel_data() -> Any:
+    compiled = _compiled()
+    return wrap(compiled["parallel"]) if compiled is not None else validate_parallel_data()
 
 
-def for_framework(framework: str) -> FrameworkParallel | None:
+def for_framework(framework: str) -> Any:
     return parallel_data().frameworks.get(framework)
 
 
@@ -78,7 +48,7 @@ class Placement:
     attention: bool = False
 
 
-def sharded_dim(rm: "RuntimeModule", fw: FrameworkParallel) -> Dim:
+def sharded_dim(rm: "RuntimeModule", fw: Any) -> Dim:
     if rm.loader and rm.loader in fw.sharding:
         return fw.sharding[rm.loader]
     for p in fw.patterns:

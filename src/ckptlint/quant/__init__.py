@@ -14,100 +14,66 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ckptlint.findings import Consequence, Finding
+from ckptlint.quant.lenient import REQUIRED, Invalid, Lenient
 from ckptlint.quant.schemes import SCHEMES, Scheme, scheme_fp8, scheme_from_quark_layer
 
 __all__ = ["QuantConfig", "parse_quant_config", "Scheme", "SCHEMES"]
 
 
-class Lenient(BaseModel):
-    model_config = ConfigDict(extra="allow")
+OptStrList = ("list", str)
+OptDict = ("dict", Any)
 
 
 class QuarkConfig(Lenient):
-    quant_method: str
-    exclude: list[str] | None = None
-    global_quant_config: dict[str, Any] | None = None
-    layer_quant_config: dict[str, Any] | None = None
-    layer_type_quant_config: dict[str, Any] | None = None
-    export: dict[str, Any] | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "exclude": (OptStrList, None), "global_quant_config": (dict, None),
+              "layer_quant_config": (dict, None), "layer_type_quant_config": (dict, None), "export": (dict, None)}
 
 
 class ModelOptFlat(Lenient):
-    quant_method: str
-    quant_algo: str | None = None
-    ignore: list[str] | None = None
-    exclude_modules: list[str] | None = None
-    modules_to_not_convert: list[str] | None = None
-    group_size: int | None = None
-    quantized_layers: dict[str, Any] | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "quant_algo": (str, None), "ignore": (OptStrList, None),
+              "exclude_modules": (OptStrList, None), "modules_to_not_convert": (OptStrList, None),
+              "group_size": (int, None), "quantized_layers": (dict, None)}
 
 
 class ModelOptNested(Lenient):
-    quant_algo: str | None = None
-    exclude_modules: list[str] | None = None
-    group_size: int | None = None
-    kv_cache_quant_algo: str | None = None
-    quantized_layers: dict[str, Any] | None = None
+    FIELDS = {"quant_algo": (str, None), "exclude_modules": (OptStrList, None), "group_size": (int, None),
+              "kv_cache_quant_algo": (str, None), "quantized_layers": (dict, None)}
 
 
 class Fp8Config(Lenient):
-    quant_method: str
-    activation_scheme: str | None = None
-    weight_block_size: list[int] | None = None
-    ignored_layers: list[str] | None = None
-    modules_to_not_convert: list[str] | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "activation_scheme": (str, None),
+              "weight_block_size": (("list", int), None), "ignored_layers": (OptStrList, None),
+              "modules_to_not_convert": (OptStrList, None)}
 
 
 class CTArgs(Lenient):
-    num_bits: int = 8
-    type: str = "int"
-    symmetric: bool = True
-    group_size: int | None = None
-    strategy: str | None = None
-    block_structure: list[int] | None = None
-    dynamic: bool | str = False
-    actorder: str | bool | None = None
+    FIELDS = {"num_bits": (int, 8), "type": (str, "int"), "symmetric": (bool, True), "group_size": (int, None),
+              "strategy": (str, None), "block_structure": (("list", int), None), "dynamic": ((bool, str), False),
+              "actorder": ((str, bool), None)}
 
 
 class CTGroup(Lenient):
-    targets: list[str]
-    weights: CTArgs | None = None
-    input_activations: CTArgs | None = None
-    format: str | None = None
+    FIELDS = {"targets": (("list", str), REQUIRED), "weights": (CTArgs, None),
+              "input_activations": (CTArgs, None), "format": (str, None)}
 
 
 class CTConfig(Lenient):
-    quant_method: str
-    config_groups: dict[str, CTGroup] = {}
-    ignore: list[str] | None = None
-    format: str | None = None
-    version: str | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "config_groups": (("dict", CTGroup), dict),
+              "ignore": (OptStrList, None), "format": (str, None), "version": (str, None)}
 
 
 class GptqConfig(Lenient):
-    quant_method: str
-    bits: int = 4
-    group_size: int = 128
-    desc_act: bool = False
-    sym: bool = True
-    lm_head: bool = False
-    dynamic: dict[str, dict[str, Any]] | None = None
-    checkpoint_format: str | None = None
-    modules_in_block_to_quantize: list[Any] | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "bits": (int, 4), "group_size": (int, 128), "desc_act": (bool, False),
+              "sym": (bool, True), "lm_head": (bool, False), "dynamic": (("dict", dict), None),
+              "checkpoint_format": (str, None), "modules_in_block_to_quantize": (list, None)}
 
 
 class AwqConfig(Lenient):
-    quant_method: str
-    bits: int | None = None
-    w_bit: int | None = None
-    group_size: int | None = None
-    q_group_size: int | None = None
-    zero_point: bool = True
-    version: str | None = None
-    modules_to_not_convert: list[str] | None = None
+    FIELDS = {"quant_method": (str, REQUIRED), "bits": (int, None), "w_bit": (int, None), "group_size": (int, None),
+              "q_group_size": (int, None), "zero_point": (bool, True), "version": (str, None),
+              "modules_to_not_convert": (OptStrList, None)}
 
 
 @dataclass
@@ -240,7 +206,7 @@ def _bad(message: str, file: str, **kw: Any) -> Finding:
     return Finding(code="CF311", consequence=Consequence.LOAD_ERROR, message=message, file=file, **kw)
 
 
-def _validation_finding(exc: ValidationError, where: str, method: str, file: str) -> Finding:
+def _validation_finding(exc: Invalid, where: str, method: str, file: str) -> Finding:
     err = exc.errors()[0]
     loc = ".".join(str(p) for p in err.get("loc", ()))
     return _bad(f"`{where}.{loc}` is invalid for quant_method {method!r}: {err.get('msg')}", file)
@@ -274,7 +240,7 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
                            default_scheme=None, known=False), findings
     try:
         return parser(qc, method), findings
-    except ValidationError as exc:
+    except Invalid as exc:
         findings.append(_validation_finding(exc, "quantization_config", method, "config.json"))
         return None, findings
 
@@ -324,7 +290,7 @@ def _parse_hf_quant_config(hq: dict[str, Any], findings: list[Finding]) -> tuple
         return None, findings
     try:
         model = ModelOptNested.model_validate(q)
-    except ValidationError as exc:
+    except Invalid as exc:
         findings.append(_validation_finding(exc, "quantization", "modelopt", "hf_quant_config.json"))
         return None, findings
     key, scheme = _modelopt_scheme(model.quant_algo, model.group_size)

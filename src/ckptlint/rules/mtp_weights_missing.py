@@ -4,6 +4,7 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.rules.base import Rule, RuleContext
+from ckptlint.simulate import present_layers
 
 
 class MtpWeightsMissing(Rule):
@@ -38,7 +39,7 @@ class MtpWeightsMissing(Rule):
         if plan is None or not plan.simulated or not plan.speculative or plan.draft is None:
             return
         prefix = plan.arch.layer_prefix
-        present = {int(p) for p in _layers(ctx.checkpoint.tensors, prefix)}
+        present = present_layers(ctx.checkpoint, prefix)
         outcome = plan.draft.missing_weights
         for layer in plan.mtp_layers:
             if layer in present:
@@ -53,14 +54,3 @@ class MtpWeightsMissing(Rule):
                 file="config.json", error_text=(outcome.error or "").format(layer=layer) or None,
                 hint=f"export the `{prefix}{layer}.*` MTP weights, or set {key} to 0 / serve with --no-speculative",
                 assumptions=list(plan.assumptions), data={"layer": layer})
-
-
-def _layers(tensors, prefix: str):
-    n = len(prefix)
-    seen = set()
-    for name in tensors:
-        if name.startswith(prefix):
-            head = name[n:].split(".", 1)[0]
-            if head.isdigit() and head not in seen:
-                seen.add(head)
-                yield head

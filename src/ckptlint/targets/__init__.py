@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ckptlint.targets.schema import Architecture, TargetData
+from ckptlint._ns import wrap
+
+if TYPE_CHECKING:
+    from ckptlint.targets.schema import Architecture, TargetData
+
+COMPILED = "compiled.json"
 
 FRAMEWORKS = ("sglang", "vllm")
 _VERSION_RE = re.compile(r"^(\d+(?:\.\d+)*)(?:\.?(?:post|dev|rc|a|b)\d*)?(?:\+.*)?$")
@@ -48,13 +54,18 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _data_dir(framework: str):
-    return resources.files("ckptlint.targets").joinpath("data", framework)
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+def _data_dir(framework: str) -> Path:
+    return DATA_DIR / framework
 
 
 @lru_cache(maxsize=None)
 def raw_files(framework: str) -> dict[str, dict[str, Any]]:
     """version string -> raw TOML of that file (not merged)."""
+    import tomllib
+
     out: dict[str, dict[str, Any]] = {}
     d = _data_dir(framework)
     if not d.is_dir():
@@ -65,8 +76,39 @@ def raw_files(framework: str) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _toml_files() -> list[tuple[str, bytes]]:
+    out = []
+    for fw in FRAMEWORKS:
+        d = _data_dir(fw)
+        if d.is_dir():
+            out += [(f"{fw}/{e.name}", e.read_bytes()) for e in d.iterdir() if e.name.endswith(".toml")]
+    return sorted(out)
+
+
+def data_digest() -> str:
+    """sha256 over every target data file: the compiled form is used only while it matches."""
+    h = hashlib.sha256()
+    for name, data in _toml_files():
+        h.update(name.encode() + b"\0" + data + b"\0")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _compiled() -> dict[str, Any] | None:
+    """The validated, merged target data (``python -m ckptlint.targets.compile``), if current."""
+    p = DATA_DIR / COMPILED
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("digest") == data_digest() else None
+
+
 @lru_cache(maxsize=None)
 def known_versions(framework: str) -> tuple[str, ...]:
+    compiled = _compiled()
+    if compiled is not None:
+        return tuple(compiled["versions"].get(framework, ()))
     return tuple(sorted(raw_files(framework), key=parse_version))
 
 
@@ -85,7 +127,17 @@ def _merged(framework: str, version: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=None)
-def load_target_data(framework: str, version: str) -> TargetData:
+def load_target_data(framework: str, version: str) -> "TargetData":
+    compiled = _compiled()
+    if compiled is not None:
+        return wrap(compiled["targets"][f"{framework}=={version}"])
+    return validate_target_data(framework, version)
+
+
+def validate_target_data(framework: str, version: str) -> "TargetData":
+    """Strict validation of one merged data file (tests, the compiler, and stale compiled data)."""
+    from ckptlint.targets.schema import TargetData
+
     return TargetData.model_validate(_merged(framework, version))
 
 
@@ -113,19 +165,24 @@ class Target:
     def id(self) -> str:
         return self.requested
 
-    def architecture(self, name: str) -> Architecture | None:
+    def architecture(self, name: str) -> "Architecture | None":
         if name not in self._arch_cache:
-            self._arch_cache[name] = _resolve_arch(self.data, name, ())
+            if isinstance(self.data, dict):  # compiled: inheritance already resolved
+                self._arch_cache[name] = self.data["architectures"].get(name)
+            else:
+                self._arch_cache[name] = resolve_arch(self.data, name, ())
         return self._arch_cache[name]
 
 
-def _resolve_arch(data: TargetData, name: str, seen: tuple[str, ...]) -> Architecture | None:
+def resolve_arch(data: "TargetData", name: str, seen: tuple[str, ...] = ()) -> "Architecture | None":
+    from ckptlint.targets.schema import Architecture
+
     arch = data.architectures.get(name)
     if arch is None or arch.like is None:
         return arch
     if arch.like in seen:
         raise TargetError(f"architecture inheritance cycle at {name}")
-    base = _resolve_arch(data, arch.like, seen + (name,))
+    base = resolve_arch(data, arch.like, seen + (name,))
     if base is None:
         raise TargetError(f"{name} is like unknown architecture {arch.like}")
     merged = _deep_merge(base.model_dump(by_alias=True, exclude_unset=True),

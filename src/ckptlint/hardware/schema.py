@@ -1,0 +1,96 @@
+"""Strict schema of ``gpus.toml`` (validated by ``ckptlint.targets.compile`` and the tests)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Level = Literal["native", "fallback", "emulated", "unsupported", "unknown"]
+_UNIT_BYTES = {"GB": 10**9, "GiB": 2**30}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Support(_Strict):
+    level: Level
+    note: str
+    source: str
+
+
+class Architecture(_Strict):
+    like: str | None = None
+    platform: Literal["cuda", "rocm"]
+    fp8_dtype: Literal["e4m3fn", "e4m3fnuz"]
+    source: str
+    # format key -> framework ("sglang" | "vllm" | "all") -> support
+    support: dict[str, dict[Literal["all", "sglang", "vllm"], Support]] = Field(default_factory=dict)
+
+
+class Gpu(_Strict):
+    key: str = ""
+    name: str
+    vendor: Literal["amd", "nvidia"]
+    architecture: str
+    memory: float
+    memory_unit: Literal["GB", "GiB"]
+    memory_kind: str
+    source: str
+
+    @property
+    def memory_bytes(self) -> int:
+        return int(self.memory * _UNIT_BYTES[self.memory_unit])
+
+    @property
+    def label(self) -> str:
+        """How findings name the GPU, e.g. ``NVIDIA B200 (sm100)``."""
+        return f"{self.name} ({self.architecture})"
+
+
+class GpuData(_Strict):
+    schema_: int = Field(alias="schema")
+    gpus: dict[str, Gpu]
+    architectures: dict[str, Architecture]
+
+
+
+
+# --- parallel.toml -----------------------------------------------------------------------------
+Dim = Literal["out", "in", "replicated", "vocab", "moe"]
+
+
+class PatternRule(_Strict):
+    pattern: str
+    dim: Dim
+
+
+class FrameworkParallel(_Strict):
+    verified: str
+    source: str
+    sharding: dict[str, Dim]
+    patterns: list[PatternRule] = Field(default_factory=list)
+    kind_sharding: dict[str, Dim]
+    dp_attention: str
+    dp_attention_source: str
+    divisibility_error: str
+    divisibility_source: str
+    ep_uneven: Literal["error", "allowed"]
+    ep_error: str
+    ep_source: str
+    block_n_error: str
+    block_k_error: str
+    moe_block_n_error: str
+    moe_block_k_error: str
+    merged_block_check: Literal["all", "all_but_last"]
+    block_source: str
+    group_error: str
+    group_source: str
+
+
+class ParallelData(_Strict):
+    schema_: int = Field(alias="schema")
+    frameworks: dict[str, FrameworkParallel]
+
+
