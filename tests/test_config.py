@@ -283,8 +283,8 @@ def test_selectors_code_prefix_name_all():
     assert resolve_selector("QD401") == (frozenset({"QD401"}), 100)
     assert resolve_selector("qd401")[0] == {"QD401"}
     assert resolve_selector("quantization-mismatch")[0] == {"QD401"}
-    assert resolve_selector("QD4")[0] == {"QD401", "QD402"}
-    assert resolve_selector("QD")[0] == {"QD401", "QD402"}
+    assert resolve_selector("QD4")[0] == {"QD401", "QD402", "QD403"}
+    assert resolve_selector("QD")[0] == {"QD401", "QD402", "QD403"}
     assert "SF101" in resolve_selector("ALL")[0]
     for bad in ("QD9", "Q", "QD4011", "XX", "quantization", ""):
         with pytest.raises(SelectorError):
@@ -293,14 +293,14 @@ def test_selectors_code_prefix_name_all():
 
 def test_layers_specificity_and_override():
     every = resolve_layers([])
-    assert resolve_layers([Layer(ignore=["QD"], extend_select=["QD401"])]) == every - {"QD402"}
-    assert resolve_layers([Layer(select=["QD4"], ignore=["QD402"])]) == {"QD401"}
+    assert resolve_layers([Layer(ignore=["QD"], extend_select=["QD401"])]) == every - {"QD402", "QD403"}
+    assert resolve_layers([Layer(select=["QD4"], ignore=["QD402", "QD403"])]) == {"QD401"}
     assert resolve_layers([Layer(select=["QD401"], ignore=["QD401"])]) == set()  # tie: ignore wins
     # A later (command-line) layer's select replaces the earlier selection...
     assert resolve_layers([Layer(select=["MT"]), Layer(select=["QD401"])]) == {"QD401"}
     # ...while without select it builds on it.
     assert resolve_layers([Layer(select=["MT"]), Layer(extend_select=["QD401"])]) == {"MT701", "MT702", "QD401"}
-    assert resolve_layers([Layer(ignore=["QD"]), Layer(ignore=["MT701"])]) == every - {"QD401", "QD402", "MT701"}
+    assert resolve_layers([Layer(ignore=["QD"]), Layer(ignore=["MT701"])]) == every - {"QD401", "QD402", "QD403", "MT701"}
 
 
 def _finding(**kw) -> Finding:

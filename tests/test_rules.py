@@ -16,7 +16,7 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
 from helpers import build, errors, run
 
 RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "TG604", "CF311",
-              "SC501", "SC502", "SC503", "SC504", "SC505", "DP801", "DP802", "DP803", "DP804", "DP805"}
+              "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
 def codes(report, target=None):
@@ -211,3 +211,14 @@ def test_ix204_missing_shard_consequence_per_release(tmp_path):
         "RuntimeError: model.safetensors.index.json references 1 shard file(s) missing from ")
     assert got["sglang==0.5.17"].error_text.endswith("(incomplete download?): ['model-00003-of-00003.safetensors']")
     assert got["vllm==0.33.0"].consequence.value == "silent-corruption"
+
+
+def test_mt701_quiet_when_shards_are_lfs_pointers(tmp_path):
+    # A CI checkout with Git LFS pointers: SF116 says the weights were not fetched; MT701 must not
+    # claim the MTP layer is missing from a checkpoint whose tensors it could not see.
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    for shard in path.glob("*.safetensors"):
+        shard.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 123\n")
+    rep = run(path, "vllm==0.33.0")
+    assert any(f.code == "SF116" for f in rep.findings)
+    assert not [f for f in rep.findings if f.code == "MT701"]

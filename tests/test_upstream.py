@@ -26,7 +26,7 @@ def test_at_least_twenty_cases_each_citing_upstream():
 def test_upstream_case(case):
     path = ROOT / case.name
     assert path.is_dir(), f"run `python -m ckptlint.testing.fixtures fixtures` ({case.name} missing)"
-    rep = run(path, *case.reported, *case.fixed)
+    rep = run(path, *case.reported, *case.fixed, **case.deployment)
     for target, expected in case.reported.items():
         found = [(f.code, f.consequence.value, f.module) for f in rep.findings
                  if f.target == target and f.severity.value != "info"]
@@ -38,3 +38,17 @@ def test_upstream_case(case):
     for target in case.fixed:
         bad = [(f.code, f.module) for f in rep.findings if f.target == target and f.consequence.value in SERIOUS]
         assert bad == [], (target, bad)
+
+
+def test_fusion_depends_on_the_gpu_and_the_server_flag():
+    # The same NVFP4 checkpoint on SGLang 0.5.20: the default B200 (SM100) runner turns fusion off
+    # (loads); SM120 fuses (crash); --disable-shared-experts-fusion is the fix that needs no re-export.
+    path = ROOT / "nvfp4-bf16-shared-expert-fused-on-rtx-pro-6000"
+    default = run(path, "sglang==0.5.20")
+    assert not [f for f in default.findings if f.code == "QD403"]
+    assert "flashinfer_trtllm" in default.plans["sglang==0.5.20"].fusion_reason
+    rtx = run(path, "sglang==0.5.20", gpu="rtx-pro-6000")
+    (f,) = [f for f in rtx.findings if f.code == "QD403"][:1]
+    assert "--disable-shared-experts-fusion" in f.hint and f.data["server_flag"] == "--disable-shared-experts-fusion"
+    off = run(path, "sglang==0.5.20", gpu="rtx-pro-6000", shared_experts_fusion=False)
+    assert not [f for f in off.findings if f.code == "QD403"]

@@ -79,7 +79,7 @@ def _config(path: str | None, config_file: str | None, isolated: bool):
 
 
 def _deployment(cfg, speculative: bool | None, platform, tp: int | None, gpu: str | None = None,
-                ep: int | None = None, dp_attention: bool = False):
+                ep: int | None = None, dp_attention: bool = False, no_fusion: bool = False):
     """Deployment options: command line first, then the configuration file, then the defaults."""
     from ckptlint.deployment import Deployment
     from ckptlint.deployment_cli import validate
@@ -89,7 +89,7 @@ def _deployment(cfg, speculative: bool | None, platform, tp: int | None, gpu: st
     gpu, ep = validate(gpu, tp, ep)
     return Deployment(speculative=speculative if speculative is not None else c.speculative,
                       platform=platform.value if platform else c.platform, tp=tp, gpu=gpu, ep=ep,
-                      dp_attention=dp_attention)
+                      dp_attention=dp_attention, shared_experts_fusion=False if no_fusion else None)
 
 
 def _one_target(target: str | None, cfg, command: str):
@@ -122,6 +122,9 @@ def _build_app():
     GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]
     EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]
     DpAttOpt = Annotated[bool, typer.Option("--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]
+    NoFusionOpt = Annotated[bool, typer.Option(
+        "--disable-shared-experts-fusion",
+        help="Assume SGLang runs with --disable-shared-experts-fusion (default: its own default for the model and GPU).")]
     ConfigOpt = Annotated[Optional[str], typer.Option(
         "--config", help="Use this configuration file (ckptlint.toml, or pyproject.toml with [tool.ckptlint]) "
         "instead of looking next to the checkpoint, then in the current directory.")]
@@ -144,6 +147,7 @@ def _build_app():
         gpu: GpuOpt = None,
         ep: EpOpt = None,
         dp_attention: DpAttOpt = False,
+        disable_shared_experts_fusion: NoFusionOpt = False,
         output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
         config: ConfigOpt = None,
         isolated: IsolatedOpt = False,
@@ -168,7 +172,7 @@ def _build_app():
         except (sel.SelectorError, bl.BaselineError) as exc:
             _usage_error(str(exc))
         targets = _targets(target or cfg.config.target)
-        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention)
+        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention, disable_shared_experts_fusion)
         try:
             from ckptlint.reader import open_path
 
@@ -221,6 +225,7 @@ def _build_app():
         gpu: GpuOpt = None,
         ep: EpOpt = None,
         dp_attention: DpAttOpt = False,
+        disable_shared_experts_fusion: NoFusionOpt = False,
         config: ConfigOpt = None,
         isolated: IsolatedOpt = False,
         endpoint: EndpointOpt = None,
@@ -238,7 +243,7 @@ def _build_app():
             _usage_error(str(exc))
         if ckpt.config is None:
             _usage_error(f"{path}: no readable config.json, nothing to simulate")
-        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention)
+        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention, disable_shared_experts_fusion)
         p = simulate(ckpt, targets[0], dep)
         sys.stdout.write(render_plan(p, module, json_out=format is Format.json))
 

@@ -19,13 +19,17 @@ class Deployment:
     gpu: str | None = None  # a key of ckptlint/hardware/gpus.toml (`ckptlint gpus`); None: the format's native GPU
     ep: int = 1  # expert-parallel size (FusedMoE experts split over EP ranks, intermediate over TP/EP)
     dp_attention: bool = False  # data-parallel attention (attention projections whole on every rank)
+    # SGLang shared-experts fusion: None = the framework's default for the model on that GPU;
+    # False = `--disable-shared-experts-fusion`.
+    shared_experts_fusion: bool | None = None
 
     def describe(self, *, platform: str, gpu: str, speculative: bool) -> str:
         spec = "MTP speculative decoding on" if speculative else "speculative decoding off"
         if self.gpu is not None:  # --gpu: name the GPU from the data, whatever default was passed in
             gpu, platform = default_hardware(None, None, None, self.gpu)
         par = f"TP={self.tp}" + (f", EP={self.ep}" if self.ep != 1 else "") + (", DP attention" if self.dp_attention else "")
-        return f"{gpu} ({platform}), {par}, default server flags, {spec}"
+        flags = "--disable-shared-experts-fusion" if self.shared_experts_fusion is False else "default server flags"
+        return f"{gpu} ({platform}), {par}, {flags}, {spec}"
 
 
 # The GPU on which each format runs natively with the frameworks' default kernels (DECISIONS.md):

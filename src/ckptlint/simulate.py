@@ -78,6 +78,7 @@ class RuntimeModule:
     role: str  # "main" | "draft"
     shards: list[Shard] = field(default_factory=list)
     decision: Decision | None = None
+    fused_into: str | None = None  # shared expert loaded into this FusedMoE (shared-experts fusion)
 
     @property
     def tensors(self) -> list[str]:
@@ -109,6 +110,9 @@ class Plan:
     platform: str | None = None
     deployment_text: str | None = None
     generic: bool = False  # simulated with the generic architecture rules
+    gpu_arch: str | None = None  # architecture of the assumed GPU (gpus.toml), e.g. "sm100"
+    fusion: bool = False  # SGLang shared-experts fusion active
+    fusion_reason: str | None = None  # why it is on or off
     cache: dict[str, Any] = field(default_factory=dict, repr=False)  # memoised per-plan verdicts
 
     @property
@@ -269,7 +273,9 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     from ckptlint.deployment import default_hardware
 
     scheme = quant.default_scheme.name if quant and quant.default_scheme else None
-    plan.gpu, plan.platform = default_hardware(quant.method if quant else None, scheme, deployment.platform)
+    plan.gpu, plan.platform = default_hardware(quant.method if quant else None, scheme, deployment.platform,
+                                               deployment.gpu)
+    plan.gpu_arch = _gpu_arch(quant.method if quant else None, scheme, deployment)
     plan.deployment_text = deployment.describe(platform=plan.platform, gpu=plan.gpu, speculative=plan.speculative)
     if plan.mtp_layers:
         plan.assumptions.append(
@@ -280,7 +286,81 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     _build_modules(ckpt, plan, config)
     if quant is not None and method is not None:
         _decide(plan, config)
+        _shared_experts_fusion(plan, config, deployment)
     return plan
+
+
+def _gpu_arch(method: str | None, scheme: str | None, deployment: Deployment) -> str | None:
+    from ckptlint.deployment import default_gpu_key
+    from ckptlint.hardware import get_gpu
+
+    key = default_gpu_key(method, scheme, deployment.platform, deployment.gpu)
+    gpu = get_gpu(key) if key else None
+    return gpu.architecture if gpu is not None else None
+
+
+def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deployment) -> None:
+    """SGLang's shared-experts fusion decision (target data `shared_experts_fusion`), then mark every
+    main-model shared-expert module as loaded into its layer's FusedMoE."""
+    rules = plan.arch.shared_experts_fusion if plan.arch else None
+    if rules is None:
+        return
+    method = plan.quant.method_key if plan.quant else "none"
+    archs = config.get("architectures") or [None]
+    routed = config.get(rules.routed_key)
+    shared = config.get(rules.shared_key)
+    reason = None
+    if deployment.shared_experts_fusion is False:
+        reason = "--disable-shared-experts-fusion"
+    elif rules.architecture is not None and archs[0] != rules.architecture:
+        reason = f"config.json architectures[0] is not {rules.architecture}"
+    elif rules.routed_counts and routed not in rules.routed_counts:
+        reason = f"{rules.routed_key}={routed} is not one of {rules.routed_counts}"
+    elif rules.shared_count is not None and shared != rules.shared_count:
+        reason = f"{rules.shared_key}={shared} is not {rules.shared_count}"
+    elif str(routed) in rules.only_methods_for_count and method not in rules.only_methods_for_count[str(routed)]:
+        reason = f"{routed} routed experts fuse only with {', '.join(rules.only_methods_for_count[str(routed)])}"
+    elif method in rules.off_methods:
+        reason = f"not for {method}"
+    elif deployment.ep > 1 and plan.platform != "rocm":
+        reason = "expert parallelism on a non-AMD GPU"
+    else:
+        for off in rules.runner_off:
+            if plan.gpu_arch in off.gpu_archs and method in off.methods:
+                reason = off.reason
+                break
+    if reason is None and method in rules.quant_gate:
+        reason = _quant_gate(plan, rules, method)
+    plan.fusion = reason is None
+    plan.fusion_reason = reason or (f"on by default for {archs[0]} ({plan.target.resolved}, {plan.gpu})")
+    if not plan.fusion:
+        return
+    mark = "." + rules.shared_module + "."
+    for rm in plan.modules.values():
+        if rm.role == "main" and mark in rm.name + ".":
+            moe = rm.name.split(mark)[0] + ".mlp.experts"
+            if moe in plan.modules:
+                rm.fused_into = moe
+
+
+def _quant_gate(plan: Plan, rules: Any, method: str) -> str | None:
+    """can_fuse_shared_expert() of the quant config (sglang-loading.md §2.5): Quark refuses when a
+    shared expert is excluded or its scheme differs from the routed experts'; ModelOpt NVFP4 (0.5.21+)
+    when an `exclude_modules` entry names a shared expert."""
+    mark = "." + rules.shared_module + "."
+    if method == "quark":
+        for rm in plan.modules.values():
+            if rm.role == "main" and mark in rm.name + "." and rm.decision is not None:
+                if not rm.decision.quantized:
+                    return f"Quark can_fuse_shared_expert: `{rm.name}` is excluded from quantization"
+                moe = plan.modules.get(rm.name.split(mark)[0] + ".mlp.experts")
+                if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
+                    return "Quark can_fuse_shared_expert: shared and routed experts use different schemes"
+        return None
+    if method == "modelopt_fp4":
+        hit = next((e for e in plan.exclude_main if "shared_expert" in e and "shared_expert_gate" not in e), None)
+        return f"ModelOpt can_fuse_shared_expert: exclude entry `{hit}` names a shared expert" if hit else None
+    return None
 
 
 def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None:
@@ -370,6 +450,15 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
             cached.append((module, tensors, stored, has_matrix, layer))
         ckpt.cache[key] = cached
     return cached
+
+
+def unreadable_shards(ckpt: Checkpoint) -> set[str]:
+    """Shard files whose tensors are unknown: listed, but the header could not be read (LFS pointers,
+    broken or missing files). Rules that conclude from an absence stay quiet when there are any."""
+    bad = {f.file for f in ckpt.issues
+           if f.consequence.value == "load-error" and f.code[:2] in ("SF", "IX") and f.file}
+    return {name for name, info in ckpt.shards.items() if info.n_tensors == 0 and name in bad} | \
+        {f.data.get("shard") for f in ckpt.issues if f.code == "IX204" and f.data.get("shard")}
 
 
 def present_layers(ckpt: Checkpoint, prefix: str) -> set[int]:

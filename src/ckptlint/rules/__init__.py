@@ -12,6 +12,7 @@ from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
 from ckptlint.rules.quantized_dtype_mismatch import QuantizedDtypeMismatch
 from ckptlint.rules.quantized_shape_mismatch import QuantizedShapeMismatch
 from ckptlint.rules.scale_missing import ScaleMissing
+from ckptlint.rules.shared_expert_fusion import SharedExpertFusionMismatch
 from ckptlint.rules.unexpected_tensor import UnexpectedTensor
 from ckptlint.rules.target_support import (GenericSimulation, NotSimulated, TargetNotVerified,
                                            TargetUnsupported)
@@ -21,7 +22,7 @@ from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
      TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized,
-     ScaleMissing, UnexpectedTensor, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
+     ScaleMissing, UnexpectedTensor, SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
      *DEPLOYMENT_RULES),
     key=lambda r: r.code,
 ))

@@ -52,7 +52,7 @@ class QuantizationMismatch(Rule):
         raw_set = set(raw_entries)
         for rm in plan.modules.values():
             d = rm.decision
-            if d is None or d.forced_draft or d.conflict or rm.role == "extra":
+            if d is None or d.forced_draft or d.conflict or rm.role == "extra" or rm.fused_into:
                 continue
             mismatches = [m for m in (predict(plan, rm, s, fdt) for s in rm.shards) if m is not None]
             if not mismatches:

@@ -137,6 +137,30 @@ class Draft(Strict):
     missing_weights: Outcome = Outcome(consequence="degraded")
 
 
+class RunnerOff(Strict):
+    """A GPU on which the framework's default MoE runner turns shared-experts fusion off."""
+
+    gpu_archs: list[str]  # GPU architectures (ckptlint/hardware/gpus.toml), e.g. "sm100"
+    methods: list[str]  # quant method keys ("none": unquantized checkpoints)
+    reason: str
+
+
+class SharedExpertsFusion(Strict):
+    """SGLang loads the shared expert as routed expert number `n_routed_experts` of the same FusedMoE."""
+
+    architecture: str | None = None  # config.json architectures[0] must equal this (None: any)
+    routed_key: str = "n_routed_experts"
+    routed_counts: list[int] = Field(default_factory=list)  # allowed expert counts (empty: any)
+    only_methods_for_count: dict[str, list[str]] = Field(default_factory=dict)
+    shared_key: str = "n_shared_experts"
+    shared_count: int | None = 1
+    shared_module: str = "mlp.shared_experts"
+    off_methods: list[str] = Field(default_factory=list)
+    # Methods whose can_fuse_shared_expert() the model consults (semantics in ckptlint.simulate).
+    quant_gate: list[str] = Field(default_factory=list)
+    runner_off: list[RunnerOff] = Field(default_factory=list)
+
+
 class Architecture(Strict):
     like: str | None = None  # inherit another architecture of the same target
     supported: bool = True
@@ -153,6 +177,7 @@ class Architecture(Strict):
     rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
     generic: bool = False  # the fallback used for architectures without their own entry
+    shared_experts_fusion: SharedExpertsFusion | None = None
     draft: Draft | None = None
 
 

@@ -27,6 +27,7 @@ class Case:
     make: Callable[[], Spec]
     reported: dict[str, list[Expect]]
     fixed: list[str] = field(default_factory=list)
+    deployment: dict = field(default_factory=dict)  # Deployment options the report implies (e.g. the GPU)
 
 
 def _tiny_moe(arch: str = "DeepseekV3ForCausalLM", layers: int = 61, **kw) -> MoeDims:
@@ -197,6 +198,29 @@ def gptq_dynamic_negative_module_stored_quantized() -> Spec:
     return dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:.*mlp\\.down_proj": {}}))
 
 
+def _moe256(**kw) -> MoeDims:
+    # Real expert counts matter here: SGLang fuses the shared expert only for 256 or 384 routed experts.
+    base = dict(layers=4, n_routed_experts=256, hidden=32, moe_intermediate=32)
+    base.update(kw)
+    return _tiny_moe("GlmMoeDsaForCausalLM", **base)
+
+
+def quark_bf16_shared_experts() -> Spec:
+    d = _moe256()
+    return glm5_quark_mxfp4(d, mtp_exclude="fixed")
+
+
+def nvfp4_bf16_shared_experts() -> Spec:
+    d = _moe256()
+    spec = modelopt_nvfp4(d)
+    mods = moe_modules(d)
+    shared = {m.path for m in mods if m.category == "shared_expert"}
+    tensors = [t for t in spec.tensors if t[0].rsplit(".", 1)[0] not in shared]
+    tensors += [(f"{m.path}.weight", "BF16", m.shape) for m in mods if m.path in shared]
+    spec.hf_quant_config["quantization"]["exclude_modules"].append("*shared_experts*")
+    return Spec(spec.config, tensors, spec.hf_quant_config)
+
+
 CASES: list[Case] = [
     Case("glm5-quark-mtp-exclude-checkpoint-names", ["sgl-project/sglang#30265", "sgl-project/sglang#30379"],
          "GLM-5.2 Quark MXFP4: BF16 MTP layer excluded only as model.layers.78.*; SGLang's NextN draft builds "
@@ -289,6 +313,17 @@ CASES: list[Case] = [
          "built MXFP4; SGLang builds routers unquantized.",
          quark_router_not_excluded,
          {"vllm==0.33.0": [("QD401", "load-error", "model.layers.0.mlp.gate")], "sglang==0.5.23": []}),
+    Case("quark-bf16-shared-expert-fused-into-mxfp4-experts", ["sgl-project/sglang#21529", "sgl-project/sglang#25740"],
+         "Quark MXFP4 routed experts with BF16 shared experts (excluded): before the Quark fusion gate (0.5.18) "
+         "SGLang fuses the shared expert into the MXFP4 FusedMoE on AMD GPUs (`3584 vs 7168` for Kimi-K2.5).",
+         quark_bf16_shared_experts,
+         {"sglang==0.5.15": [("QD403", "load-error", None)]}, fixed=["sglang==0.5.18"]),
+    Case("nvfp4-bf16-shared-expert-fused-on-rtx-pro-6000", ["sgl-project/sglang#40628", "sgl-project/sglang#29562"],
+         "GLM-5.2 NVFP4 with BF16 shared experts on an SM120 GPU (RTX PRO 6000), whose MoE runner fuses the "
+         "shared expert: `size of tensor a (3072) must match … (6144)`; ModelOpt's fusion gate fixed it.",
+         nvfp4_bf16_shared_experts,
+         {"sglang==0.5.20": [("QD403", "load-error", None)]}, fixed=["sglang==0.5.21"],
+         deployment={"gpu": "rtx-pro-6000"}),
     Case("gptq-dynamic-negative-rule-on-quantized-module", ["vllm-project/vllm#53992"],
          "GPTQModel `dynamic` `-:` rule matching modules the checkpoint stores quantized: built unquantized, "
          "the packed qweight has nowhere to go.",
