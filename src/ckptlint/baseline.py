@@ -26,7 +26,6 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
 
-from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ckptlint.findings import natural_key
 
@@ -54,20 +53,25 @@ def fingerprint(f: "Finding") -> str:
     return _hash(fields(f))
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    fingerprint: str
-    code: str
-    target: Optional[str]
-    subject: Optional[str]
-    tensor: Optional[str]
+def _models():
+    """The strict baseline-file schema (pydantic, imported only when a baseline file is read)."""
+    from pydantic import BaseModel, ConfigDict
+
+    class _Entry(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        fingerprint: str
+        code: str
+        target: Optional[str]
+        subject: Optional[str]
+        tensor: Optional[str]
 
 
-class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True)
-    ckptlint_baseline: int
-    ckptlint_version: Optional[str] = None
-    findings: list[_Entry]
+    class _File(BaseModel):
+        model_config = ConfigDict(extra="forbid", strict=True)
+        ckptlint_baseline: int
+        ckptlint_version: Optional[str] = None
+        findings: list[_Entry]
+    return _Entry, _File
 
 
 def dumps(findings: Iterable["Finding"]) -> str:
@@ -108,8 +112,11 @@ def load(path: str | Path) -> set[str]:
         data: Any = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise BaselineError(f"{p}: not a ckptlint baseline (invalid JSON: {exc})") from None
+    from pydantic import ValidationError
+
+    _, file_model = _models()
     try:
-        doc = _File.model_validate(data)
+        doc = file_model.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(x) for x in err["loc"]) or "(top level)"

@@ -38,12 +38,10 @@ non-empty ``reason``, an unknown rule selector or an unresolvable target is a
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 CONFIG_NAMES = ("ckptlint.toml", "pyproject.toml")
 
@@ -52,55 +50,35 @@ class ConfigError(ValueError):
     """A configuration problem: a usage error (exit 2)."""
 
 
-def _kebab(name: str) -> str:
-    return name.replace("_", "-")
+@dataclass(frozen=True)
+class _Defaults:
+    """The configuration in effect when no file is used (same attributes as config_schema.Config)."""
 
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, alias_generator=_kebab, populate_by_name=False,
-                              frozen=True)
-
-
-class IgnoreEntry(_Strict):
-    pattern: str = Field(min_length=1)
-    codes: list[str] = Field(min_length=1)
-    reason: str
-
-    @field_validator("reason")
-    @classmethod
-    def _reason_not_blank(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("reason must not be empty: say why these findings are accepted")
-        return v
-
-
-class Config(_Strict):
     target: Optional[list[str]] = None
     select: Optional[list[str]] = None
-    ignore: list[str] = Field(default_factory=list)
-    extend_select: list[str] = Field(default_factory=list)
-    fail_on: Optional[Literal["error", "warning", "info"]] = None
+    ignore: tuple = ()
+    extend_select: tuple = ()
+    fail_on: Optional[str] = None
     speculative: Optional[bool] = None
-    platform: Optional[Literal["cuda", "rocm"]] = None
-    tp: Optional[int] = Field(default=None, ge=1)
-    per_tensor_ignores: list[IgnoreEntry] = Field(default_factory=list)
-    per_module_ignores: list[IgnoreEntry] = Field(default_factory=list)
-
-    @field_validator("target", mode="before")
-    @classmethod
-    def _one_target(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
+    platform: Optional[str] = None
+    tp: Optional[int] = None
+    per_tensor_ignores: tuple = ()
+    per_module_ignores: tuple = ()
 
 
-KEYS = tuple(sorted(f.alias or _kebab(n) for n, f in Config.model_fields.items()))
-IGNORE_KEYS = tuple(sorted(f.alias or _kebab(n) for n, f in IgnoreEntry.model_fields.items()))
+def __getattr__(name: str) -> Any:  # Config, IgnoreEntry, KEYS, IGNORE_KEYS live in config_schema
+    if name in ("Config", "IgnoreEntry", "KEYS", "IGNORE_KEYS"):
+        from ckptlint import config_schema
+
+        return getattr(config_schema, name)
+    raise AttributeError(name)
 
 
 @dataclass
 class LoadedConfig:
     """The configuration in effect: ``path`` is None when no file was used."""
 
-    config: Config = field(default_factory=Config)
+    config: Any = field(default_factory=_Defaults)
     path: Path | None = None
 
     @property
@@ -123,34 +101,11 @@ class LoadedConfig:
                 + [IgnoreRule("module", e.pattern, e.codes, e.reason) for e in c.per_module_ignores])
 
 
-def _loc(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
-def _describe(exc: ValidationError) -> str:
-    """One line for the first problem, naming the offending key."""
-    errors = exc.errors()
-    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # a typo explains the rest
-    loc = tuple(err["loc"])
-    where = _loc(loc[:-1])
-    prefix = f"{where}: " if where else ""
-    if err["type"] == "extra_forbidden":
-        expected = IGNORE_KEYS if where else KEYS
-        return f"{prefix}unknown field {str(loc[-1])!r} (expected one of: {', '.join(expected)})"
-    if err["type"] == "missing":
-        return f"{prefix}missing required field {str(loc[-1])!r}"
-    msg = err["msg"].removeprefix("Value error, ")
-    return f"{_loc(loc)}: {msg}"
-
-
-def parse(data: dict[str, Any], label: str) -> Config:
+def parse(data: dict[str, Any], label: str) -> Any:
     """Validate a ``[tool.ckptlint]`` table or a ``ckptlint.toml`` document."""
+    from pydantic import ValidationError
+
+    from ckptlint.config_schema import Config, _describe
     from ckptlint.selection import SelectorError, check_selectors
     from ckptlint.targets import TargetError, resolve
 
@@ -179,6 +134,8 @@ def parse(data: dict[str, Any], label: str) -> Config:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)

@@ -66,6 +66,9 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
             out.not_fixable.append((f, f"needs `{f.data.get('matched_entry')}` removed from the skip list, or the "
                                        "module stored unquantized; ckptlint only appends entries"
                                     if f.data.get("matched_entry") else "the target never quantizes this module"))
+        elif f.data.get("server_flag"):
+            out.not_fixable.append((f, f"fixed by a server flag, not by the config: start the server with "
+                                       f"{f.data['server_flag']}"))
         else:
             out.not_fixable.append((f, "not a skip-list problem (missing or mis-shaped tensors, or an "
                                        "unsupported target): a config change cannot fix it"))

@@ -29,6 +29,23 @@ def _shape(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatch]:
+    """``predict`` for every shard of ``rm``; shards with the same stored signature share a verdict,
+    so only one of each is evaluated unless it mismatches."""
+    ok: set = set()
+    out: list[Mismatch] = []
+    for s in rm.shards:
+        sig = s.stored.sig
+        if sig in ok:
+            continue
+        m = predict(plan, rm, s, float_dtype)
+        if m is None:
+            ok.add(sig)
+        else:
+            out.append(m)
+    return out
+
+
 def runtime_float_dtype(config: dict | None) -> str:
     td = (config or {}).get("torch_dtype") or (config or {}).get("dtype")
     return {"float16": "F16", "float32": "F32"}.get(td, "BF16") if isinstance(td, str) else "BF16"

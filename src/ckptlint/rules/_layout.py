@@ -19,11 +19,22 @@ def plan_layout_issues(ctx: RuleContext) -> dict[str, list[LayoutIssue]]:
         for rm in plan.modules.values():
             if rm.decision is None or not rm.decision.quantized:
                 continue
-            found = [i for s in rm.shards for i in layout_issues(plan, rm, s)]
-            if found:
-                cached[rm.name] = found
+            # Verdicts depend on the tensors' suffix/dtype/shape only: test one shard per signature
+            # (the 768 expert shards of a MoE layer usually share one) and name the others only if bad.
+            bad_sigs = {s.stored.sig for s in _one_per_sig(rm.shards) if layout_issues(plan, rm, s)}
+            if bad_sigs:
+                cached[rm.name] = [i for s in rm.shards if s.stored.sig in bad_sigs
+                                   for i in layout_issues(plan, rm, s)]
         plan._layout_issues = cached  # type: ignore[attr-defined]
     return cached
+
+
+def _one_per_sig(shards):
+    seen = set()
+    for s in shards:
+        if s.stored.sig not in seen:
+            seen.add(s.stored.sig)
+            yield s
 
 
 class LayoutRule(Rule):

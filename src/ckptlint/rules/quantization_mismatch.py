@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import predict, runtime_float_dtype, suggested_entries
+from ckptlint.predict import predict_all, runtime_float_dtype, suggested_entries
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -54,7 +54,7 @@ class QuantizationMismatch(Rule):
             d = rm.decision
             if d is None or d.forced_draft or d.conflict or rm.role == "extra" or rm.fused_into:
                 continue
-            mismatches = [m for m in (predict(plan, rm, s, fdt) for s in rm.shards) if m is not None]
+            mismatches = predict_all(plan, rm, fdt)
             if not mismatches:
                 continue
             first = mismatches[0]
