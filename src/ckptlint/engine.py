@@ -75,6 +75,9 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
         report = check_loaded(ckpt, targets, deployment, selected)
     finally:
         if was_enabled:
+            # Move what the check built out of the collector's reach before turning it back on: the
+            # first collection would otherwise rescan every one of those objects.
+            gc.freeze()
             gc.enable()
     report.timings["read"] = time.perf_counter() - t0 - sum(report.timings.values())
     return report

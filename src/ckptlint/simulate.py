@@ -122,6 +122,7 @@ class Plan:
 
 # ---------------------------------------------------------------------------------------------
 _WEIGHT_RANK = {s: i for i, s in enumerate(WEIGHT_SUFFIXES)}
+_SIGS: dict[tuple, tuple] = {}
 
 
 def classify_stored(tensors: list[TensorInfo]) -> Stored:
@@ -141,8 +142,10 @@ def classify_stored(tensors: list[TensorInfo]) -> Stored:
             if suffix == "weight_scale":
                 wscale = t
     scales.sort()
+    sig_t = tuple(sig)
+    sig_t = _SIGS.setdefault(sig_t, sig_t)  # experts share one signature object
     if weight is None:
-        return Stored(None, None, scales, sig=tuple(sig))
+        return Stored(None, None, scales, sig=sig_t)
     quantized = (not weight.is_float) or bool(scales)
     n = k = None
     shape = weight.shape
@@ -153,7 +156,7 @@ def classify_stored(tensors: list[TensorInfo]) -> Stored:
             # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
             if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
                 k = 2 * shape[-1]
-    return Stored(quantized, weight, scales, logical_k=k, logical_n=n, sig=tuple(sig))
+    return Stored(quantized, weight, scales, logical_k=k, logical_n=n, sig=sig_t)
 
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:

@@ -313,6 +313,10 @@ def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead)
     v.finish(res)
 
 
+_SHAPES: dict[tuple, tuple] = {}
+_DTYPES = {d: d for d in DTYPE_BITS}
+
+
 def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo], int, int, dict[str, str] | None] | None:
     """Accept a header that is entirely clean, in one tight pass; None means "look closer".
 
@@ -333,6 +337,8 @@ def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo]
         keys += len(meta)
     tensors: dict[str, TensorInfo] = {}
     bits_get = DTYPE_BITS.get
+    shapes_setdefault = _SHAPES.setdefault
+    dtypes_get = _DTYPES.get
     new, set_name, set_dtype, set_shape, set_file = _TI_FAST
     TI = TensorInfo
     prev = 0
@@ -360,13 +366,18 @@ def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo]
         if (end - b) * 8 != numel * bits or (numel == 0 and len(sh) > 2):
             return None
         prev = end
+        # Share equal shape tuples and dtype strings between tensors (thousands of experts have the
+        # same shape): a million-tensor checkpoint then needs one object per distinct shape, not per tensor.
+        tsh = tuple(sh)
+        tsh = shapes_setdefault(tsh, tsh)
+        dt = dtypes_get(dt, dt)
         if new is None:
-            tensors[name] = TI(name, dt, tuple(sh), rel)
+            tensors[name] = TI(name, dt, tsh, rel)
         else:
             t = new(TI)
             set_name(t, name)
             set_dtype(t, dt)
-            set_shape(t, tuple(sh))
+            set_shape(t, tsh)
             set_file(t, rel)
             tensors[name] = t
     return tensors, prev, keys + 3 * len(tensors), meta

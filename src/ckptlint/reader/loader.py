@@ -208,7 +208,24 @@ def _load_dir(src: Source) -> Checkpoint:
     _check_total_size(ck, reads, blocked)
     if not values and not st_names:
         _no_weights(ck, names)
+    _slim(ck)
     return ck
+
+
+# Raw index text kept for locating findings at a line (SARIF) only up to this size: a 1,000,000-tensor
+# index is ~100 MB of text plus a dict of the same entries, and memory must stay bounded.
+MAX_KEPT_TEXT = 16 * 2**20
+
+
+def _slim(ck: Checkpoint) -> None:
+    """Drop what was only needed to compare the index with the headers."""
+    if isinstance(ck.index, dict) and "weight_map" in ck.index:
+        wm = ck.index["weight_map"]
+        ck.index = {k: v for k, v in ck.index.items() if k != "weight_map"}
+        ck.index["weight_map_entries"] = len(wm) if isinstance(wm, dict) else None
+    text = ck.texts.get(INDEX_NAME)
+    if text is not None and len(text) > MAX_KEPT_TEXT:
+        del ck.texts[INDEX_NAME]
 
 
 def _missing_shard(ck: Checkpoint, v: str, ts: list[str]) -> None:
