@@ -222,3 +222,34 @@ def test_mt701_quiet_when_shards_are_lfs_pointers(tmp_path):
     rep = run(path, "vllm==0.33.0")
     assert any(f.code == "SF116" for f in rep.findings)
     assert not [f for f in rep.findings if f.code == "MT701"]
+
+
+# --- Qwen-style `mtp.` MTP modules --------------------------------------------------------------
+def test_qwen3_next_mtp_prefix_excludes(tmp_path):
+    # ModelOpt NVFP4 with `mtp.*` excluded and a BF16 MTP module. SGLang's Qwen3-Next draft renames
+    # mtp.* to model.* for its quant lookups, so `mtp.*` never matches and the draft experts are built
+    # NVFP4 (sglang-loading.md §1.6); vLLM keeps mtp.* prefixes and forces mtp.fc unquantized (#38832).
+    from ckptlint.testing.models import qwen_mtp_spec
+    rep = run(build(tmp_path, qwen_mtp_spec()), "sglang==0.5.23", "vllm==0.33.0")
+    sg = [f for f in rep.findings if f.target == "sglang==0.5.23" and f.code == "QD401"]
+    assert any(f.module == "model.layers.0.mlp.experts" and all(t.startswith("mtp.") for t in f.tensors) for f in sg)
+    assert [f for f in rep.findings if f.target == "vllm==0.33.0" and f.severity.value == "error"] == []
+    # without the MTP module: silent on both (no missing-weights check for these drafts)
+    rep = run(build(tmp_path, qwen_mtp_spec(with_mtp=False), name="nomtp"), "sglang==0.5.23", "vllm==0.33.0")
+    assert {(f.target, f.code, f.consequence.value) for f in rep.findings if f.code == "MT701"} == {
+        ("sglang==0.5.23", "MT701", "degraded"), ("vllm==0.33.0", "MT701", "degraded")}
+
+
+def test_qwen3_5_quark_mtp_quant_config(tmp_path):
+    # SGLang Qwen3.5: the Quark draft is built unquantized only when an `mtp.*` exclude entry names
+    # mlp.experts (_mtp_quant_config, #23146): all-BF16 MTP with per-module excludes loads; an MXFP4 MTP
+    # MoE with its attention excluded is built MXFP4 and loads too.
+    from ckptlint.testing.models import qwen_mtp_spec
+    rep = run(build(tmp_path, qwen_mtp_spec("Qwen3_5MoeForCausalLM", method="quark")), "sglang==0.5.23", "vllm==0.33.0")
+    assert [f for f in rep.findings if f.severity.value == "error"] == []
+    plan = rep.plans["sglang==0.5.23"]
+    assert plan.modules["mtp.layers.0.mlp.experts"].decision.forced_draft
+    rep = run(build(tmp_path, qwen_mtp_spec("Qwen3_5MoeForCausalLM", method="quark", mtp_quantized=True), name="q"),
+              "sglang==0.5.23", "vllm==0.33.0")
+    assert [f for f in rep.findings if f.severity.value == "error"] == []
+    assert rep.plans["sglang==0.5.23"].modules["mtp.layers.0.mlp.experts"].decision.quantized

@@ -264,7 +264,9 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
                 nextn = v
                 break
-    if plan.num_hidden_layers is not None and nextn:
+    if draft is not None and draft.prefix and nextn:
+        plan.mtp_layers = list(range(nextn))  # local indices under the draft prefix
+    elif plan.num_hidden_layers is not None and nextn:
         base = plan.num_hidden_layers
         if draft is not None and draft.single_layer_config_uses_layer0 and base == 1:
             base = 0
@@ -383,9 +385,16 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
         ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
 
+    draft_prefix = arch.draft.prefix if arch.draft is not None else None
     for module, tensors, stored, has_matrix, layer in module_groups(ckpt, prefix):
         role = "main"
-        if layer is not None and layer in mtp:
+        if draft_prefix and (module + ".").startswith(draft_prefix):
+            if draft is None:
+                for t in tensors:
+                    plan.dropped[t.name] = "MTP weights are not loaded with speculative decoding off"
+                continue
+            role = "draft"
+        elif layer is not None and layer in mtp and not draft_prefix:
             if draft is None:
                 for t in tensors:
                     plan.dropped[t.name] = "MTP layer weights are not loaded with speculative decoding off"
@@ -416,10 +425,19 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
         if hit is None:
             hit = named[name] = namer.name(name)
         runtime, query, expert, proj = hit
-        rm = plan.modules.get(runtime)
+        key = runtime
+        other = plan.modules.get(runtime)
+        if other is not None and other.role != role and "draft" in (role, other.role):
+            # The draft reuses a main-model prefix (SGLang's Qwen3-Next draft builds model.layers.0):
+            # keep both, the draft's under "<name>@draft".
+            if role == "draft":
+                key = runtime + "@draft"
+            else:
+                plan.modules[runtime + "@draft"] = plan.modules.pop(runtime)
+        rm = plan.modules.get(key)
         if rm is None:
             kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
-            rm = plan.modules[runtime] = RuntimeModule(runtime, kind, loader, role)
+            rm = plan.modules[key] = RuntimeModule(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
 
 
@@ -537,6 +555,9 @@ def _decide(plan: Plan, config: dict[str, Any]) -> None:
         if hit is not None:
             plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
     forced = draft is not None and quant.method_key in draft.quant_none_for
+    if draft is not None and quant.method_key in draft.quant_none_if_entry:
+        rx = re.compile(draft.quant_none_if_entry[quant.method_key])
+        forced = forced or any(rx.search(e) for e in plan.exclude_main)
     for rm in plan.modules.values():
         if rm.role == "extra":
             continue

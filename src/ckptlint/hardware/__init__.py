@@ -44,7 +44,7 @@ COMPILED = HERE / "compiled.json"
 
 def _digest() -> str:
     h = hashlib.sha256()
-    for name in ("gpus.toml", "parallel.toml"):
+    for name in ("gpus.toml", "parallel.toml", "schema.py"):
         h.update(name.encode() + b"\0" + (HERE / name).read_bytes() + b"\0")
     return h.hexdigest()
 

@@ -16,14 +16,14 @@ def plan_layout_issues(ctx: RuleContext) -> dict[str, list[LayoutIssue]]:
     cached = getattr(plan, "_layout_issues", None)
     if cached is None:
         cached = {}
-        for rm in plan.modules.values():
+        for key, rm in plan.modules.items():
             if rm.decision is None or not rm.decision.quantized:
                 continue
             # Verdicts depend on the tensors' suffix/dtype/shape only: test one shard per signature
             # (the 768 expert shards of a MoE layer usually share one) and name the others only if bad.
             bad_sigs = {s.stored.sig for s in _one_per_sig(rm.shards) if layout_issues(plan, rm, s)}
             if bad_sigs:
-                cached[rm.name] = [i for s in rm.shards if s.stored.sig in bad_sigs
+                cached[key] = [i for s in rm.shards if s.stored.sig in bad_sigs
                                    for i in layout_issues(plan, rm, s)]
         plan._layout_issues = cached  # type: ignore[attr-defined]
     return cached
@@ -44,11 +44,12 @@ class LayoutRule(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         plan = ctx.plan
-        for module, issues in plan_layout_issues(ctx).items():
+        for key, issues in plan_layout_issues(ctx).items():
             mine = [i for i in issues if i.kind in self.kinds]
             if not mine:
                 continue
-            rm = plan.modules[module]
+            rm = plan.modules[key]
+            module = rm.name
             first = mine[0]
             worst = Consequence.LOAD_ERROR if any(i.consequence is Consequence.LOAD_ERROR for i in mine) \
                 else first.consequence

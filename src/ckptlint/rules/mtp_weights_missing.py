@@ -42,17 +42,23 @@ class MtpWeightsMissing(Rule):
         present = present_layers(ctx.checkpoint, prefix)
         if unreadable_shards(ctx.checkpoint):
             return  # weights may sit in a shard whose header could not be read: the SF finding says so
+        if plan.draft.prefix:  # Qwen-style `mtp.` prefix: the draft needs some tensor under it
+            prefix = plan.draft.prefix
+            present = {0} if any(n.startswith(prefix) for n in ctx.checkpoint.tensors) else set()
+            if present:
+                return
         outcome = plan.draft.missing_weights
-        for layer in plan.mtp_layers:
+        for layer in (plan.mtp_layers[:1] if plan.draft.prefix else plan.mtp_layers):
             if layer in present:
                 continue
+            where = f"{prefix}*" if plan.draft.prefix else f"{prefix}{layer}.*"
             key = next((k for k in plan.draft.count_keys if k in (ctx.checkpoint.config or {})), "MTP")
             msg = (f"config.json declares {key}={ctx.checkpoint.config.get(key)} but the checkpoint stores no "
-                   f"`{prefix}{layer}.*` tensors; {plan.target.resolved} ({plan.draft.cls}) "
+                   f"`{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) "
                    + ("refuses to load" if outcome.consequence == "load-error" else
                       "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else ""))
             yield self.finding(
-                ctx, Consequence(outcome.consequence), msg, module=f"{prefix}{layer}",
+                ctx, Consequence(outcome.consequence), msg, module=where.rstrip(".*") or where,
                 file="config.json", error_text=(outcome.error or "").format(layer=layer) or None,
-                hint=f"export the `{prefix}{layer}.*` MTP weights, or set {key} to 0 / serve with --no-speculative",
+                hint=f"export the `{where}` MTP weights, or set {key} to 0 / serve with --no-speculative",
                 assumptions=list(plan.assumptions), data={"layer": layer})

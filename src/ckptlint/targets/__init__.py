@@ -41,7 +41,7 @@ def _fmt(v: tuple[int, ...]) -> str:
 _REPLACE_WHOLE = frozenset({
     "mapper_substr", "packed_extra", "packed_modules_mapping", "add_if_contains", "missing_shard",
     "unexpected_param", "mixed_shards", "missing_weights", "whole_draft_check", "exclude_copy",
-    "only_methods_for_count",
+    "only_methods_for_count", "quant_none_if_entry",
 })
 
 
@@ -87,9 +87,11 @@ def _toml_files() -> list[tuple[str, bytes]]:
 
 
 def data_digest() -> str:
-    """sha256 over every target data file: the compiled form is used only while it matches."""
+    """sha256 over every target data file and the schema (defaults are filled in when compiling): the
+    compiled form is used only while it matches."""
     h = hashlib.sha256()
-    for name, data in _toml_files():
+    schema = Path(__file__).resolve().parent / "schema.py"
+    for name, data in _toml_files() + [("schema.py", schema.read_bytes())]:
         h.update(name.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 

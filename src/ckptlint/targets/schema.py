@@ -126,6 +126,12 @@ class Draft(Strict):
     max_layers: int | None = None  # e.g. SGLang: only 1 NextN layer is supported
     single_layer_config_uses_layer0: bool = False  # SGLang "old design" exports
     keep_prefix: str = "model.layers.{mtp}."  # names outside it are not draft weights
+    # MTP weights under a top-level prefix (Qwen3-Next / Qwen3.5 `mtp.`) instead of at layer
+    # model.layers.{num_hidden_layers + i}; the main model drops them.
+    prefix: str | None = None
+    # Draft built unquantized for a method when one of its skip-list entries matches this regex
+    # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
+    quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
     drop: list[str] = Field(default_factory=list)  # substrings: dropped by the draft loader
     rename: list[Rename] = Field(default_factory=list)  # first match wins
     kinds: list[KindRule] = Field(default_factory=list)  # tried before the model's kinds

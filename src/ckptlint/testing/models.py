@@ -485,3 +485,45 @@ def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128,
                                    ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
                                     "lm_head"]}}
     return Spec(cfg, t)
+
+
+def qwen_mtp_spec(arch: str = "Qwen3NextForCausalLM", *, method: str = "modelopt_fp4",
+                  mtp_quantized: bool = False, with_mtp: bool = True, exclude_mtp: str = "mtp.*") -> Spec:
+    """A Qwen3-Next / Qwen3.5-style MoE with its MTP module under the top-level `mtp.` prefix
+    (`mtp.fc`, `mtp.pre_fc_norm_*`, `mtp.layers.0.*`; checkpoint-formats.md §3). Routed experts in
+    NVFP4 (ModelOpt) or MXFP4 (Quark); attention, routers and the MTP module BF16 unless
+    ``mtp_quantized``."""
+    d = qwen3_moe_dims(arch=arch, model_type="qwen3_next" if "Next" in arch else "qwen3_5_moe",
+                       num_hidden_layers=2, hidden=128, moe_intermediate=64)
+    mods = dense_modules(d)
+    H = d.hidden
+    mtp: list[Module] = [Module("mtp.fc", (H, 2 * H), "mtp_proj", 99),
+                         Module("mtp.pre_fc_norm_embedding", (H,), "norm", 99),
+                         Module("mtp.pre_fc_norm_hidden", (H,), "norm", 99), Module("mtp.norm", (H,), "norm", 99)]
+    for m in dense_modules(DenseDims(**{**d.__dict__, "num_hidden_layers": 1})):
+        if m.path.startswith("model.layers.0."):
+            mtp.append(Module("mtp." + m.path[len("model."):], m.shape, m.category, 99))
+    fmt = "nvfp4" if method == "modelopt_fp4" else "mxfp4"
+
+    def pick(m: Module) -> str | None:
+        if m.layer == 99:
+            return fmt if mtp_quantized and m.category == "expert" else None
+        return fmt if m.category == "expert" else None
+
+    layout = Layout(pick)
+    all_mods = mods + (mtp if with_mtp else [])
+    cfg = d.config()
+    cfg["mtp_num_hidden_layers"] = 1
+    hq = None
+    if method == "modelopt_fp4":
+        hq = {"producer": {"name": "modelopt", "version": "0.39.0"},
+              "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": None, "group_size": 16,
+                               "exclude_modules": ["lm_head", "*self_attn*", "*mlp.gate"] + ([exclude_mtp] if exclude_mtp else [])}}
+    else:
+        excl = [m.path for m in all_mods if m.category in ("attn", "lm_head", "router", "mtp_proj")]
+        if mtp_quantized:
+            pass
+        else:
+            excl += [m.path for m in all_mods if m.layer == 99 and m.category == "expert"]
+        cfg["quantization_config"] = quark_mxfp4_config(excl)
+    return Spec(cfg, layout.tensors(all_mods), hf_quant_config=hq)
