@@ -92,3 +92,32 @@ def test_atomic_write_keeps_the_file_mode(tmp_path):
     new = tmp_path / "report.json"
     atomic_write(new, b"x")
     assert new.stat().st_mode & 0o044  # readable by others as a plain open() would make it (umask 022)
+
+
+def _fixture_targets():
+    from ckptlint.testing.upstream import CASES
+
+    out = [("glm5-quark-mxfp4-mtp-exclude-prefix", t, {}) for t in ("sglang==0.5.15", "sglang==0.5.12")]
+    out += [(f"upstream/{c.name}", t, c.deployment) for c in CASES for t in c.reported]
+    return out
+
+
+def test_fix_write_then_check_is_clean_on_every_fixable_fixture(tmp_path):
+    # Property: wherever `fix` claims it can fix everything (entries to add, nothing unfixable), the
+    # written checkpoint lints without load-error or silent-corruption for that target.
+    from ckptlint.deployment import Deployment
+
+    fixed = 0
+    for name, target, dep in _fixture_targets():
+        (t,) = resolve(target)
+        fp = plan_fix(str(ROOT / name), t, Deployment(**dep), others=[])
+        if not fp.added or fp.not_fixable:
+            continue
+        work = tmp_path / name.replace("/", "_") / target
+        shutil.copytree(ROOT / name, work)  # shipped fixtures are small and not sparse
+        write_fix(str(work), fp)
+        rep = run(work, target, **dep)
+        assert [(f.code, f.module) for f in rep.findings if f.target == target
+                and f.consequence.value in ("load-error", "silent-corruption")] == [], (name, target)
+        fixed += 1
+    assert fixed >= 5  # the property is exercised, not vacuous

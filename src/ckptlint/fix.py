@@ -54,14 +54,12 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
     report = check_loaded(ckpt, [target], deployment)
     out = FixPlan()
     plan = report.plans.get(target.id)
-    additions: list[str] = []
+    suggestions: list[tuple[Finding, list[str]]] = []
     for f in report.findings:
         if f.target != target.id or f.consequence.value not in SERIOUS:
             continue
         if f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized":
-            for e in f.data.get("suggested_entries", []):
-                if e not in additions:
-                    additions.append(e)
+            suggestions.append((f, list(f.data.get("suggested_entries", []))))
         elif f.code == "QD401":
             out.not_fixable.append((f, f"needs `{f.data.get('matched_entry')}` removed from the skip list, or the "
                                        "module stored unquantized; ckptlint only appends entries"
@@ -72,7 +70,7 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
         else:
             out.not_fixable.append((f, "not a skip-list problem (missing or mis-shaped tensors, or an "
                                        "unsupported target): a config change cannot fix it"))
-    if not additions or plan is None or plan.quant is None:
+    if not suggestions or plan is None or plan.quant is None:
         return out
     source = plan.quant.source_file
     key = plan.exclude_key or (plan.method.exclude_keys_hf_quant_config if source == "hf_quant_config.json"
@@ -80,30 +78,35 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
     text = ckpt.texts.get(source)
     if text is None:
         text = (Path(path) / source).read_text(encoding="utf-8")
-    doc = json.loads(text)
-    section = doc["quantization_config"] if source == "config.json" else doc["quantization"]
-    current = section.get(key)
-    if not isinstance(current, list):
-        current = section[key] = []
-    added = [e for e in additions if e not in current]
-    current.extend(added)
-    indent = _indent_of(text)
-    new_text = json.dumps(doc, indent=indent, ensure_ascii=False)
-    if text.endswith("\n"):
-        new_text += "\n"
+    # Verify against the target; findings an entry does not resolve (the release ignores the skip list
+    # for that module, e.g. a compressed-tensors FusedMoE on vLLM 0.11) become "not fixable" and their
+    # entries are dropped, then the edit is rebuilt from what works.
+    for _ in range(2):
+        additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
+        doc, new_text, added = _edit(text, source, key, additions)
+        edited = copy.copy(ckpt)
+        if source == "config.json":
+            edited.config = doc
+        else:
+            edited.hf_quant_config = doc
+        after = check_loaded(edited, [target], deployment)
+        remaining = [f for f in after.findings if f.target == target.id and f.consequence.value in SERIOUS
+                     and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
+        stuck_modules = {m for f in remaining for m in (f.data.get("modules") or [f.module])}
+        stuck = [(f, e) for f, e in suggestions if stuck_modules & set(f.data.get("modules") or [f.module])]
+        if not stuck:
+            break
+        for f, _ in stuck:
+            out.not_fixable.append((f, f"no `{key}` entry makes {target.resolved} build this module unquantized "
+                                       "(it does not apply the skip list to it)"))
+        suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
+        if not suggestions:
+            return out
+    out.remaining = remaining
     out.file, out.added, out.new_text = source, added, new_text
     out.key_path = ["quantization_config" if source == "config.json" else "quantization", key]
     out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
                                             f"a/{source}", f"b/{source}"))
-    # Verify: the edited config fixes the target and breaks no other target.
-    edited = copy.copy(ckpt)
-    if source == "config.json":
-        edited.config = doc
-    else:
-        edited.hf_quant_config = doc
-    after = check_loaded(edited, [target], deployment)
-    out.remaining = [f for f in after.findings if f.target == target.id and f.consequence.value in SERIOUS
-                     and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
     others = [t for t in (others if others is not None else newest_targets()) if t.resolved != target.resolved]
     if others:
         before = check_loaded(ckpt, others, deployment)
@@ -112,6 +115,21 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
         out.regressions = [f for f in after_o.findings if f.consequence.value == "load-error"
                            and (f.target, f.code, f.module) not in seen]
     return out
+
+
+def _edit(text: str, source: str, key: str, additions: list[str]) -> tuple[dict, str, list[str]]:
+    """Append ``additions`` to the skip list ``key``, keeping indentation and key order."""
+    doc = json.loads(text)
+    section = doc["quantization_config"] if source == "config.json" else doc["quantization"]
+    current = section.get(key)
+    if not isinstance(current, list):
+        current = section[key] = []
+    added = [e for e in additions if e not in current]
+    current.extend(added)
+    new_text = json.dumps(doc, indent=_indent_of(text), ensure_ascii=False)
+    if text.endswith("\n"):
+        new_text += "\n"
+    return doc, new_text, added
 
 
 def write_fix(path: str, fix: FixPlan, backup: bool = True) -> list[str]:
