@@ -34,3 +34,16 @@ def by_target(report: Report, code: str | None = None) -> dict[str, list[tuple[s
 
 def errors(report: Report, target: str) -> list:
     return [f for f in report.findings if f.target == target and f.severity.value == "error"]
+
+
+def cli_run(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the CLI in-process: (exit code, stdout, stderr)."""
+    from ckptlint import cli
+
+    try:
+        cli.main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err

@@ -11,20 +11,14 @@ import pytest
 from ckptlint import baseline as bl
 from ckptlint import cli
 from ckptlint.findings import Consequence, Finding, Severity
+from helpers import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix"
 T = "sglang==0.5.15"
 
 
-def ckptlint(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+ckptlint = cli_run  # (exit code, stdout, stderr) of an in-process CLI call
 
 
 @pytest.fixture

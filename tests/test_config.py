@@ -13,6 +13,7 @@ from ckptlint import cli
 from ckptlint.config import ConfigError, find, load
 from ckptlint.findings import Consequence, Finding
 from ckptlint.selection import IgnoreRule, Layer, SelectorError, resolve_layers, resolve_selector
+from helpers import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix"
@@ -22,14 +23,7 @@ IGNORE_MTP = ('per-tensor-ignores = [{ pattern = "model.layers.78.*", codes = ["
               'reason = "the MTP layer is not served" }]\n')
 
 
-def ckptlint(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+ckptlint = cli_run  # (exit code, stdout, stderr) of an in-process CLI call
 
 
 @pytest.fixture

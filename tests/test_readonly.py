@@ -18,6 +18,7 @@ import pytest
 
 from ckptlint import cli
 from ckptlint.rules import ALL_RULES
+from helpers import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix"
@@ -52,14 +53,7 @@ def make_writable(root: Path) -> None:
         p.chmod(0o644 if p.is_file() else 0o755)
 
 
-def ckptlint(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+ckptlint = cli_run  # (exit code, stdout, stderr) of an in-process CLI call
 
 
 def commands(ck: str) -> list[tuple[str, ...]]:

@@ -11,19 +11,13 @@ import pytest
 
 from ckptlint import cli
 from ckptlint.rules import ALL_RULES
+from helpers import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
 START, END = "<!-- rules:start -->", "<!-- rules:end -->"
 
 
-def ckptlint(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        cli.main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+ckptlint = cli_run  # (exit code, stdout, stderr) of an in-process CLI call
 
 
 def readme_table() -> str:

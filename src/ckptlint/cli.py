@@ -256,6 +256,9 @@ def _build_app():
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
         tp: TpOpt = None,
+        gpu: GpuOpt = None,
+        ep: EpOpt = None,
+        disable_shared_experts_fusion: NoFusionOpt = False,
         config: ConfigOpt = None,
         isolated: IsolatedOpt = False,
     ) -> None:
@@ -265,7 +268,7 @@ def _build_app():
 
         cfg = _config(path, config, isolated)
         targets = [_one_target(target, cfg, "fix")]
-        dep = _deployment(cfg, speculative, platform, tp)
+        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, no_fusion=disable_shared_experts_fusion)
         try:
             fp = plan_fix(path, targets[0], dep)
         except NotACheckpoint as exc:
