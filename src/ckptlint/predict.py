@@ -121,7 +121,7 @@ def _param_name(rm: RuntimeModule, shard: Shard, suffix: str) -> str:
 
 def _shape_error(loading, rm: RuntimeModule, pshape, pdtype: str, lshape, ldtype: str, a: int, b: int) -> str:
     if rm.kind == "moe":
-        return loading.moe_shape_mismatch.format(a=a, b=b, dim=len(lshape) - 1)
+        return loading.moe_shape_mismatch.format(a=a, b=b, dim=max(len(lshape) - 1, 0))
     tmpl = loading.shape_mismatch.get(rm.loader or "", loading.shape_mismatch.get("default", ""))
     return tmpl.format(pshape=_shape(pshape), pdtype=TORCH_DTYPE.get(pdtype, pdtype.lower()),
                        lshape=_shape(lshape), ldtype=TORCH_DTYPE.get(ldtype, ldtype.lower()))
@@ -225,12 +225,8 @@ def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIs
         dtype, shape = stored[suffix]
         if e.shapes is not None and tuple(shape) not in e.shapes:
             want = e.shapes[0]
-            text = (loading.moe_shape_mismatch.format(a=want[-1] if want else 1, b=shape[-1] if shape else 1,
-                                                      dim=max(len(shape) - 1, 0))
-                    if rm.kind == "moe" else
-                    loading.shape_mismatch.get(rm.loader or "", loading.shape_mismatch.get("default", "")).format(
-                        pshape=_shape(want), pdtype=TORCH_DTYPE.get(e.dtypes[0], e.dtypes[0]),
-                        lshape=_shape(shape), ldtype=TORCH_DTYPE.get(dtype, dtype)))
+            text = _shape_error(loading, rm, want, e.dtypes[0], shape, dtype,
+                                want[-1] if want else 1, shape[-1] if shape else 1)
             out.append(LayoutIssue("shape", shard, suffix, f"`{shard.ckpt_module}.{suffix}` is {_shape(shape)}, "
                                    f"{scheme.name} expects {' or '.join(_shape(s) for s in e.shapes)} for "
                                    f"[N={n}, K={k}]", Consequence.LOAD_ERROR, text))

@@ -105,7 +105,6 @@ class Plan:
     assumptions: list[str] = field(default_factory=list)
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all
     not_simulated: str | None = None  # why ckptlint has no simulation for it (no data: not a verdict)
-    quant_findings: list[Any] = field(default_factory=list)
     gpu: str | None = None
     platform: str | None = None
     deployment_text: str | None = None
@@ -220,7 +219,7 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     config = ckpt.config if isinstance(ckpt.config, dict) else {}
     archs = config.get("architectures")
     arch_name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    quant, qfindings = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None,
+    quant, _ = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None,
                                           ckpt.hf_quant_config)
     arch = target.architecture(arch_name) if arch_name else None
     generic = False
@@ -228,7 +227,7 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
         arch = target.architecture("*")
         generic = arch is not None
     method = target.data.methods.get(quant.method_key) if quant else None
-    plan = Plan(target, arch_name, arch, quant, method, quant_findings=qfindings)
+    plan = Plan(target, arch_name, arch, quant, method)
     plan.generic = generic
     what = (quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})") if quant else None
     if quant is not None and method is not None and not method.supported:

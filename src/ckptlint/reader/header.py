@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from ckptlint.checkpoint import DTYPE_BITS, ShardInfo, TensorInfo
 from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
+from ckptlint.reader.jsonfiles import jtype
 
 MAX_HEADER = 100_000_000
 U64_MAX = 2**64 - 1
@@ -60,19 +61,7 @@ def _reject_constant(s: str) -> Any:
 
 
 def _jtype(v: Any) -> str:
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "boolean"
-    if isinstance(v, int):
-        return "integer"
-    if isinstance(v, float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, list):
-        return "array"
-    return "object"
+    return jtype(v, integers=True)
 
 
 def _short(v: Any, limit: int = 60) -> str:

@@ -93,11 +93,14 @@ def _count_keys(obj: Any) -> int:
     return n
 
 
-def jtype(v: Any) -> str:
+def jtype(v: Any, integers: bool = False) -> str:
+    """JSON type name of a parsed value (``integers``: say "integer" rather than "number" for ints)."""
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "boolean"
+    if isinstance(v, int) and integers:
+        return "integer"
     if isinstance(v, (int, float)):
         return "number"
     if isinstance(v, str):

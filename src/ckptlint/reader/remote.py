@@ -42,7 +42,6 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import Message
-from typing import Iterable
 
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardInfo, ShardRead, _f, read_header
@@ -428,23 +427,9 @@ class HubRepo(Source):
         self._json[name] = res
         return res
 
-    def read_shards(self, names: Iterable[str]) -> dict[str, ShardRead]:
-        todo = list(names)
-        from ckptlint.progress import progress_for
-
-        bar = progress_for(self.progress and len(todo) >= self.progress_min_shards, len(todo),
-                           f"{self.root}: reading shard headers")
-        out: dict[str, ShardRead] = {}
-        try:
-            with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(todo)))) as ex:
-                for name, res in zip(todo, ex.map(self.read_one, todo)):
-                    out[name] = res
-                    if bar is not None:
-                        bar.advance()
-        finally:
-            if bar is not None:
-                bar.close()
-        return out
+    def _map(self, fn, names: list[str]):
+        with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(names)))) as ex:
+            yield from ex.map(fn, names)
 
     def read_one(self, name: str) -> ShardRead:
         if self._probed is not None and name == "model.safetensors":

@@ -44,14 +44,18 @@ class Source:
     def read_one(self, name: str) -> ShardRead:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def _map(self, fn, names: list[str]):
+        """How shards are read: one after the other (a remote source reads them concurrently)."""
+        return map(fn, names)
+
     def read_shards(self, names: Iterable[str]) -> dict[str, ShardRead]:
         todo = list(names)
         bar = progress_for(self.progress and len(todo) >= self.progress_min_shards, len(todo),
                            f"{self.root}: reading shard headers")
         out: dict[str, ShardRead] = {}
         try:
-            for n in todo:
-                out[n] = self.read_one(n)
+            for n, res in zip(todo, self._map(self.read_one, todo)):
+                out[n] = res
                 if bar is not None:
                     bar.advance()
         finally:

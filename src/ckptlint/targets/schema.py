@@ -192,7 +192,6 @@ class Loading(Strict):
     unexpected_param: Outcome  # a checkpoint tensor with no runtime parameter
     shape_mismatch: dict[str, str]  # loader class -> error text template
     moe_shape_mismatch: str
-    quant_config_source: Literal["config.json", "hf_quant_config.json"] = "config.json"
 
 
 class TargetData(Strict):
