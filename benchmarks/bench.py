@@ -120,6 +120,23 @@ def run_measured(cmd: list[str], *, capture: bool = False) -> dict[str, Any]:
             "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace")}
 
 
+def compile_bytecode(log) -> dict[str, Any]:
+    """Byte-compile ckptlint like an installed wheel is (pip compiles at install time).
+
+    An editable install only gets ``.pyc`` files when Python may write them on first import; with
+    ``PYTHONDONTWRITEBYTECODE`` set (common in containers and CI) every run would recompile the
+    package from source, and the benchmark would measure the compiler instead of ckptlint."""
+    import ckptlint
+
+    pkg = Path(ckptlint.__file__).parent
+    r = subprocess.run([PY, "-m", "compileall", "-q", str(pkg)], stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        log(f"warning: could not byte-compile {pkg}: {r.stderr.strip()[:200]}")
+    return {"package": pkg.name, "compiled": r.returncode == 0,
+            "env_PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE")}
+
+
 def ckptlint_cmd() -> list[str]:
     exe = Path(PY).with_name("ckptlint")
     return [str(exe)] if exe.exists() else [PY, "-m", "ckptlint"]
@@ -364,6 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.generate_only:
         return 0
 
+    results["bytecode"] = compile_bytecode(log)
     log(f"startup: python -c pass vs ckptlint --version ({max(5, args.reps)} reps)")
     results["startup"] = measure_startup(max(5, args.reps), args.warmup)
     results["import_profile"] = import_profile()

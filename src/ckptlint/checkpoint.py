@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ckptlint.findings import Finding
 
@@ -27,8 +27,10 @@ TORCH_DTYPE: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
+    """One tensor as a header describes it. A named tuple: the reader builds hundreds of thousands
+    of them, and a tuple can be built in bulk without running Python code per tensor."""
+
     name: str
     dtype: str
     shape: tuple[int, ...]
