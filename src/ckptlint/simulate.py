@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.checkpoint import Checkpoint, TensorInfo
+from ckptlint.checkpoint import FLOAT_DTYPES, Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment
 from ckptlint.matching import CompiledList, compile_list
 from ckptlint.quant import QuantConfig, Scheme, parse_quant_config
@@ -125,37 +125,52 @@ _SIGS: dict[tuple, tuple] = {}
 
 
 def classify_stored(tensors: list[TensorInfo]) -> Stored:
-    weight: TensorInfo | None = None
+    """The stored form of one checkpoint module from its tensors (in checkpoint order)."""
+    sig = tuple([(t.name.rpartition(".")[2], t.dtype, t.shape) for t in tensors])
+    form = _stored_form(sig)
+    quantized, w, scales, k, n, _ = form
+    return Stored(quantized, tensors[w] if w is not None else None, scales, k, n, _SIGS.setdefault(sig, sig))
+
+
+def _stored_form(sig: tuple) -> tuple:
+    """What a module's (suffix, dtype, shape) signature says, computed once per distinct signature:
+    (quantized, index of the weight tensor, scale suffixes, logical K, logical N, has a matrix)."""
+    form = _FORMS.get(sig)
+    if form is not None:
+        return form
+    weight: int | None = None
     rank = len(WEIGHT_SUFFIXES)
     scales: list[str] = []
-    wscale: TensorInfo | None = None
-    sig = []
-    for t in tensors:
-        suffix = t.name.rpartition(".")[2]
-        sig.append((suffix, t.dtype, t.shape))
+    wscale = None
+    for i, (suffix, _, shape) in enumerate(sig):
         r = _WEIGHT_RANK.get(suffix)
         if r is not None and r < rank:
-            weight, rank = t, r
+            weight, rank = i, r
         elif suffix in QUANT_SUFFIXES or suffix.endswith("_scales"):
             scales.append(suffix)
             if suffix == "weight_scale":
-                wscale = t
+                wscale = shape
     scales.sort()
-    sig_t = tuple(sig)
-    sig_t = _SIGS.setdefault(sig_t, sig_t)  # experts share one signature object
+    has_matrix = bool(scales) or any(len(shape) >= 2 for _, _, shape in sig)
     if weight is None:
-        return Stored(None, None, scales, sig=sig_t)
-    quantized = (not weight.is_float) or bool(scales)
-    n = k = None
-    shape = weight.shape
-    if len(shape) >= 2:
-        n, k = shape[-2], shape[-1]
-        if quantized and weight.dtype in ("U8", "I8") and wscale is not None:
-            sc = wscale.shape
-            # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
-            if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
-                k = 2 * shape[-1]
-    return Stored(quantized, weight, scales, logical_k=k, logical_n=n, sig=sig_t)
+        form = (None, None, scales, None, None, has_matrix)
+    else:
+        _, dtype, shape = sig[weight]
+        quantized = (dtype not in FLOAT_DTYPES) or bool(scales)
+        n = k = None
+        if len(shape) >= 2:
+            n, k = shape[-2], shape[-1]
+            if quantized and dtype in ("U8", "I8") and wscale is not None:
+                sc = wscale
+                # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
+                if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
+                    k = 2 * shape[-1]
+        form = (quantized, weight, scales, k, n, has_matrix)
+    _FORMS[sig] = form
+    return form
+
+
+_FORMS: dict[tuple, tuple] = {}
 
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:
@@ -380,24 +395,25 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
     renames = [(re.compile(_fmt(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
-
+    modules = plan.modules
     named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
         ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
-
     draft_prefix = arch.draft.prefix if arch.draft is not None else None
-    for module, tensors, stored, has_matrix, layer in module_groups(ckpt, prefix):
+
+    def one(module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool, layer: int | None) -> None:
+        """One checkpoint module whose role this target decides (draft, dropped or extra)."""
         role = "main"
         if draft_prefix and (module + ".").startswith(draft_prefix):
             if draft is None:
                 for t in tensors:
                     plan.dropped[t.name] = "MTP weights are not loaded with speculative decoding off"
-                continue
+                return
             role = "draft"
         elif layer is not None and layer in mtp and not draft_prefix:
             if draft is None:
                 for t in tensors:
                     plan.dropped[t.name] = "MTP layer weights are not loaded with speculative decoding off"
-                continue
+                return
             role = "draft"
         elif layer is not None and nhl is not None and layer >= nhl:
             role = "extra"
@@ -410,12 +426,12 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
         if role == "draft":
             keep = _fmt(draft.keep_prefix, {"mtp": layer})
             if not (module + ".").startswith(keep):
-                continue
+                return
             hit = next((d for d in draft.drop if d in module), None)
             if hit is not None:
                 for t in tensors:
                     plan.dropped[t.name] = f"the draft loader drops `{hit}` weights (shared with the target model)"
-                continue
+                return
             for rx, to in renames:
                 if rx.search(name):
                     name = rx.sub(to, name, count=1)
@@ -425,19 +441,78 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
             hit = named[name] = namer.name(name)
         runtime, query, expert, proj = hit
         key = runtime
-        other = plan.modules.get(runtime)
+        other = modules.get(runtime)
         if other is not None and other.role != role and "draft" in (role, other.role):
             # The draft reuses a main-model prefix (SGLang's Qwen3-Next draft builds model.layers.0):
             # keep both, the draft's under "<name>@draft".
             if role == "draft":
                 key = runtime + "@draft"
             else:
-                plan.modules[runtime + "@draft"] = plan.modules.pop(runtime)
-        rm = plan.modules.get(key)
+                modules[runtime + "@draft"] = modules.pop(runtime)
+        rm = modules.get(key)
         if rm is None:
             kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
-            rm = plan.modules[key] = RuntimeModule(runtime, kind, loader, role)
+            rm = modules[key] = RuntimeModule(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
+
+    # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
+    # shard do not depend on the target beyond its expert naming rule: those come precomputed,
+    # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
+        if runtime is None or in_draft_prefix or (layer is not None and (
+                (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
+            for g in groups:
+                one(*g)
+            continue
+        rm = modules.get(runtime)
+        if rm is not None and rm.role == "draft":
+            modules[runtime + "@draft"] = modules.pop(runtime)
+            rm = None
+        if rm is None:
+            kind, loader = _kind(runtime, main_kinds, method_name, groups[0][3])
+            rm = modules[runtime] = RuntimeModule(runtime, kind, loader, "main")
+        rm.shards.extend(shards)
+
+
+Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]
+
+
+def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None) -> list[Run]:
+    """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
+    prefix, shards, module groups). Consecutive expert modules (``arch.experts``, after the
+    architecture's renames) of one FusedMoE module, layer and draft-prefix membership form one
+    run with their shards built as main-model shards; every other module is in a run whose
+    runtime is None, named per target. Depends only on the expert rule, renames and prefixes, so
+    targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
+    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix)
+    runs = ckpt.cache.get(key)
+    if runs is not None:
+        return runs
+    runs = []
+    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+    match = re.compile(arch.experts).match if arch.experts else None
+    last: tuple | None = None
+    cur_shards: list[Shard] = []
+    cur_groups: list = []
+    for g in module_groups(ckpt, arch.layer_prefix):
+        module, tensors, stored, _, layer = g
+        name = module
+        for rx, to in arch_renames:
+            if rx.search(name):
+                name = rx.sub(to, name, count=1)
+                break
+        m = match(name) if match is not None else None
+        in_dp = bool(draft_prefix) and (module + ".").startswith(draft_prefix)  # type: ignore[operator]
+        k = (m.group("moe") if m else None, layer, in_dp)
+        if k != last:
+            cur_shards, cur_groups = [], []
+            runs.append((k[0], layer, in_dp, cur_shards, cur_groups))
+            last = k
+        if m:
+            cur_shards.append(Shard(module, name, tensors, stored, int(m.group("expert")), m.group("proj")))
+        cur_groups.append(g)
+    ckpt.cache[key] = runs
+    return runs
 
 
 def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorInfo], Stored, bool, int | None]]:
@@ -445,16 +520,31 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
     layer index: the same for every target, so computed once per checkpoint (per layer prefix)."""
     base = ckpt.cache.get("groups")
     if base is None:
-        groups: dict[str, list[TensorInfo]] = {}
+        groups: dict[str, list[tuple[str, TensorInfo]]] = {}
+        get = groups.get
         for name, t in ckpt.tensors.items():
-            groups.setdefault(name.rpartition(".")[0], []).append(t)
+            module, _, suffix = name.rpartition(".")
+            items = get(module)
+            if items is None:
+                groups[module] = [(suffix, t)]
+            else:
+                items.append((suffix, t))
         base = []
-        for module, tensors in groups.items():
-            stored = classify_stored(tensors)
-            w = stored.weight
-            has_matrix = (w is not None and len(w.shape) >= 2) or bool(stored.scales) or \
-                any(len(t.shape) >= 2 for t in tensors)
-            base.append((module, tensors, stored, has_matrix))
+        sigs = _SIGS
+        forms = _FORMS
+        for module, items in groups.items():
+            if len(items) == 1:
+                (suffix, t), = items
+                sig = ((suffix, t.dtype, t.shape),)
+                tensors = [t]
+            else:
+                sig = tuple([(suffix, t.dtype, t.shape) for suffix, t in items])
+                tensors = [t for _, t in items]
+            sig = sigs.setdefault(sig, sig)  # experts share one signature object
+            form = forms.get(sig) or _stored_form(sig)
+            quantized, w, scales, k, n, has_matrix = form
+            base.append((module, tensors, Stored(quantized, tensors[w] if w is not None else None, scales, k, n, sig),
+                         has_matrix))
         ckpt.cache["groups"] = base
     key = ("groups", prefix)
     cached = ckpt.cache.get(key)

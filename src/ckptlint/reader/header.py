@@ -367,7 +367,7 @@ def _scan_canonical(text: str, rel: str) -> tuple[dict[str, TensorInfo], int, di
         return None
     # Matches never overlap and lie inside [pos, end): they cover it exactly iff their lengths
     # (fixed characters + captured text + one comma between neighbours) add up to its length.
-    if count * _CANON_ENTRY_FIXED + len("".join(map("".join, entries))) + count - 1 != end - pos:
+    if count * _CANON_ENTRY_FIXED + sum(map(len, itertools.chain.from_iterable(entries))) + count - 1 != end - pos:
         return None
     names, keys, begins, ends = zip(*entries)
     for key in set(keys).difference(_LAYOUTS):

@@ -76,6 +76,9 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
     return out
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def _count_keys(obj: Any) -> int:
     n = 0
     stack = [obj]
@@ -83,7 +86,10 @@ def _count_keys(obj: Any) -> int:
         x = stack.pop()
         if type(x) is dict:
             n += len(x)
-            for v in x.values():
+            vals = x.values()
+            if len(x) > 64 and set(map(type, vals)) <= _SCALARS:  # a big flat map (an index's weight_map)
+                continue
+            for v in vals:
                 if type(v) is dict or type(v) is list:
                     stack.append(v)
         elif type(x) is list:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import gc
 import os
-from itertools import repeat
-from operator import eq
 import stat as stat_mod
 from typing import Any, Callable
 
@@ -344,10 +342,7 @@ def _read_index(ck: Checkpoint, jr: JsonRead) -> dict[str, str] | None:
                                   f"weight_map is a JSON {jtype(wm)}, not an object; frameworks fail to read the shard "
                                   "list (all shards were checked instead)", hint=hint))
         return None
-    for v in wm.values():
-        if type(v) is not str:
-            break
-    else:
+    if set(map(type, wm.values())) <= {str}:  # (C-level: this map has one entry per tensor)
         return wm
     bad = [k for k, v in wm.items() if type(v) is not str]
     ck.issues.append(_finding(
@@ -474,20 +469,17 @@ def _compare_index(ck: Checkpoint, weight_map: dict[str, str], reads: dict[str, 
 
 
 def _index_matches(weight_map: dict[str, str], reads: dict[str, ShardRead]) -> bool:
-    """True when every tensor of every read shard is mapped to that shard (C-level loops).
+    """True when weight_map maps exactly the tensors of the read shards, each to its shard.
 
-    With as many index entries as distinct tensors, that makes weight_map and the headers agree
-    exactly. Shards that were not read have no tensors, so any index entry for them fails the
-    count unless a tensor is missing elsewhere too; the slow comparison sorts that out.
+    Built and compared as whole dicts (C-level: one entry per tensor). Shards that were not read
+    have no tensors, so an index entry for them makes this False; the slow comparison sorts
+    that out.
     """
-    get = weight_map.get
-    total = 0
+    expected: dict[str, str] = {}
     for s, r in reads.items():
-        st = r.tensors
-        total += len(st)
-        if st and not all(map(eq, repeat(s), map(get, st))):
-            return False
-    return total == len(weight_map)
+        if r.tensors:
+            expected.update(dict.fromkeys(r.tensors, s))
+    return expected == weight_map
 
 
 def _check_total_size(ck: Checkpoint, reads: dict[str, ShardRead], blocked: set[str]) -> None:
