@@ -1,0 +1,97 @@
+"""The simulation's shortcut for expert modules (``simulate._expert_runs``: expert modules named once
+per checkpoint and shared by targets with the same expert rule) builds exactly the plan the
+module-by-module path builds: same runtime modules in the same order, same shards, same
+decisions, same dropped tensors, on every shipped fixture and synthetic model, for every verified
+target, with and without speculative decoding."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from ckptlint import simulate as S
+from ckptlint.deployment import Deployment
+from ckptlint.reader import load_checkpoint
+from ckptlint.targets import list_targets
+from ckptlint.testing import models as M
+from helpers import build
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE_DIRS = sorted([p for p in ROOT.iterdir() if (p / "config.json").exists()]
+                      + [p for p in (ROOT / "upstream").iterdir() if (p / "config.json").exists()])
+
+
+def _per_module_runs(ckpt, arch, draft_prefix):
+    """Every module in a run of its own with no runtime: the module-by-module path."""
+    return [(None, g[4], False, [], [g]) for g in S.module_groups(ckpt, arch.layer_prefix)]
+
+
+def _describe(plan: S.Plan) -> list:
+    out = [plan.simulated, plan.unsupported, plan.not_simulated, sorted(plan.dropped.items()), plan.fusion]
+    for key, rm in plan.modules.items():
+        d = rm.decision
+        out.append((key, rm.name, rm.kind, rm.loader, rm.role, rm.fused_into,
+                    None if d is None else (d.quantized, d.reason, d.entry, d.error, d.conflict),
+                    [(s.ckpt_module, s.query, s.expert, s.proj, [t.name for t in s.tensors], s.stored.describe(),
+                      s.stored.sig) for s in rm.shards]))
+    return out
+
+
+# Releases on both sides of the draft-naming and skip-list changes (sglang-loading.md, vllm-loading.md).
+TARGETS = ("sglang==0.5.9", "sglang==0.5.15", "sglang==0.5.16", "sglang==0.5.23", "vllm==0.24.0", "vllm==0.33.0")
+
+
+def _compare(monkeypatch, path: Path, speculative: bool | None) -> int:
+    targets = [t for t in list_targets() if t.id in TARGETS]
+    assert len(targets) == len(TARGETS)
+    dep = Deployment(speculative=speculative)
+    fast_ck = load_checkpoint(path)
+    fast = [_describe(S.simulate(fast_ck, t, dep)) for t in targets]
+    with monkeypatch.context() as m:
+        m.setattr(S, "_expert_runs", _per_module_runs)
+        slow_ck = load_checkpoint(path)
+        slow = [_describe(S.simulate(slow_ck, t, dep)) for t in targets]
+    for t, a, b in zip(targets, fast, slow):
+        assert a == b, t.id
+    return sum(1 for t in targets if t.id)
+
+
+@pytest.mark.parametrize("path", FIXTURE_DIRS, ids=lambda p: p.name)
+def test_fixtures_same_plan_as_module_by_module(monkeypatch, path):
+    assert _compare(monkeypatch, path, None) > 0
+    _compare(monkeypatch, path, False)
+
+
+SPECS = {
+    "glm5-quark": lambda: M.glm5_quark_mxfp4(),
+    "deepseek-nvfp4-mtp-quantized": lambda: M.modelopt_nvfp4(M.deepseek_dims(), mtp_quantized=True),
+    "gpt-oss": lambda: M.gpt_oss_spec(),
+    "qwen3-next-mtp": lambda: M.qwen_mtp_spec(),
+    "qwen3.5-mtp": lambda: M.qwen_mtp_spec("Qwen3_5MoeForCausalLM"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
+def test_models_same_plan_as_module_by_module(tmp_path, monkeypatch, name):
+    path = build(tmp_path, SPECS[name]())
+    _compare(monkeypatch, path, None)
+    _compare(monkeypatch, path, False)
+
+
+def test_shortcut_is_taken_and_shared(tmp_path):
+    """On a MoE checkpoint the expert runs carry almost every module, and two targets with the same
+    expert rule compute them once."""
+    path = build(tmp_path, M.glm5_quark_mxfp4())
+    ck = load_checkpoint(path)
+    targets = [t for t in list_targets() if t.id in ("sglang==0.5.23", "vllm==0.33.0")]
+    for t in targets:
+        S.simulate(ck, t, Deployment())
+    runs = [v for k, v in ck.cache.items() if isinstance(k, tuple) and k[0] == "runs"]
+    assert len(runs) == 1
+    in_runs = sorted(s.ckpt_module for r in runs[0] if r[0] is not None for s in r[3])
+    # every expert module, the MTP layer's too (which layer is the draft is decided per target)
+    expected = sorted(g[0] for g in S.module_groups(ck, "model.layers.")
+                      if re.search(r"\.mlp\.experts\.\d+\.(gate|up|down)_proj$", g[0]))
+    assert in_runs == expected and len(expected) > 100
