@@ -31,10 +31,12 @@ WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight", "gate_up_proj_blocks", 
 
 @dataclass(slots=True)
 class Stored:
-    """What the checkpoint holds for one checkpoint module."""
+    """What the checkpoint holds for one checkpoint module, as its tensors' (suffix, dtype, shape)
+    signature says. One object per distinct signature: the modules stored alike (thousands of
+    experts) share it."""
 
     quantized: bool | None  # None: nothing weight-like stored
-    weight: TensorInfo | None
+    weight: TensorInfo | None  # the weight tensor's suffix (as its name), dtype and shape; file ""
     scales: list[str]
     logical_k: int | None = None  # in-features, undoing packing
     logical_n: int | None = None
@@ -121,20 +123,11 @@ class Plan:
 
 # ---------------------------------------------------------------------------------------------
 _WEIGHT_RANK = {s: i for i, s in enumerate(WEIGHT_SUFFIXES)}
-_SIGS: dict[tuple, tuple] = {}
 
 
-def classify_stored(tensors: list[TensorInfo]) -> Stored:
-    """The stored form of one checkpoint module from its tensors (in checkpoint order)."""
-    sig = tuple([(t.name.rpartition(".")[2], t.dtype, t.shape) for t in tensors])
-    form = _stored_form(sig)
-    quantized, w, scales, k, n, _ = form
-    return Stored(quantized, tensors[w] if w is not None else None, scales, k, n, _SIGS.setdefault(sig, sig))
-
-
-def _stored_form(sig: tuple) -> tuple:
-    """What a module's (suffix, dtype, shape) signature says, computed once per distinct signature:
-    (quantized, index of the weight tensor, scale suffixes, logical K, logical N, has a matrix)."""
+def stored_form(sig: tuple) -> tuple[Stored, bool]:
+    """The stored form of a module whose tensors have this (suffix, dtype, shape) signature (in
+    checkpoint order), and whether it has a matrix; computed once per distinct signature."""
     form = _FORMS.get(sig)
     if form is not None:
         return form
@@ -153,9 +146,9 @@ def _stored_form(sig: tuple) -> tuple:
     scales.sort()
     has_matrix = bool(scales) or any(len(shape) >= 2 for _, _, shape in sig)
     if weight is None:
-        form = (None, None, scales, None, None, has_matrix)
+        stored = Stored(None, None, scales, sig=sig)
     else:
-        _, dtype, shape = sig[weight]
+        suffix, dtype, shape = sig[weight]
         quantized = (dtype not in FLOAT_DTYPES) or bool(scales)
         n = k = None
         if len(shape) >= 2:
@@ -165,12 +158,12 @@ def _stored_form(sig: tuple) -> tuple:
                 # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
                 if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
                     k = 2 * shape[-1]
-        form = (quantized, weight, scales, k, n, has_matrix)
-    _FORMS[sig] = form
+        stored = Stored(quantized, TensorInfo(suffix, dtype, shape, ""), scales, logical_k=k, logical_n=n, sig=sig)
+    form = _FORMS[sig] = (stored, has_matrix)
     return form
 
 
-_FORMS: dict[tuple, tuple] = {}
+_FORMS: dict[tuple, tuple[Stored, bool]] = {}
 
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:
@@ -516,50 +509,48 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
 
 
 def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorInfo], Stored, bool, int | None]]:
-    """Checkpoint modules (tensor name minus its last component) with their tensors, stored form and
-    layer index: the same for every target, so computed once per checkpoint (per layer prefix)."""
-    base = ckpt.cache.get("groups")
-    if base is None:
-        groups: dict[str, list[tuple[str, TensorInfo]]] = {}
-        get = groups.get
-        for name, t in ckpt.tensors.items():
-            module, _, suffix = name.rpartition(".")
-            items = get(module)
-            if items is None:
-                groups[module] = [(suffix, t)]
-            else:
-                items.append((suffix, t))
-        base = []
-        sigs = _SIGS
-        forms = _FORMS
-        for module, items in groups.items():
-            if len(items) == 1:
-                (suffix, t), = items
-                sig = ((suffix, t.dtype, t.shape),)
-                tensors = [t]
-            else:
-                sig = tuple([(suffix, t.dtype, t.shape) for suffix, t in items])
-                tensors = [t for _, t in items]
-            sig = sigs.setdefault(sig, sig)  # experts share one signature object
-            form = forms.get(sig) or _stored_form(sig)
-            quantized, w, scales, k, n, has_matrix = form
-            base.append((module, tensors, Stored(quantized, tensors[w] if w is not None else None, scales, k, n, sig),
-                         has_matrix))
-        ckpt.cache["groups"] = base
+    """Checkpoint modules (tensor name minus its last component) with their tensors, stored form,
+    whether they hold a matrix, and layer index under ``prefix``: the same for every target, so
+    computed once per checkpoint (per layer prefix)."""
     key = ("groups", prefix)
-    cached = ckpt.cache.get(key)
-    if cached is None:
-        n = len(prefix)
-        cached = []
-        for module, tensors, stored, has_matrix in base:
-            layer = None
-            if module.startswith(prefix):
-                head = module[n:].partition(".")[0]
-                if head.isdigit():
-                    layer = int(head)
-            cached.append((module, tensors, stored, has_matrix, layer))
-        ckpt.cache[key] = cached
-    return cached
+    out = ckpt.cache.get(key)
+    if out is not None:
+        return out
+    groups: dict[str, list] = {}
+    get = groups.get
+    for name, t in ckpt.tensors.items():
+        module, _, suffix = name.rpartition(".")
+        g = get(module)
+        if g is None:
+            groups[module] = [suffix, t]
+        else:
+            g += (suffix, t)
+    out = []
+    append = out.append
+    forms_get = _FORMS.get
+    n = len(prefix)
+    for module, g in groups.items():
+        # (suffix, tensor) pairs, flat; one or two tensors is the common case
+        if len(g) == 2:
+            s0, t0 = g
+            sig: tuple = ((s0, t0.dtype, t0.shape),)
+            tensors = [t0]
+        elif len(g) == 4:
+            s0, t0, s1, t1 = g
+            sig = ((s0, t0.dtype, t0.shape), (s1, t1.dtype, t1.shape))
+            tensors = [t0, t1]
+        else:
+            tensors = g[1::2]
+            sig = tuple(zip(g[0::2], [t.dtype for t in tensors], [t.shape for t in tensors]))
+        form = forms_get(sig) or stored_form(sig)
+        layer = None
+        if module.startswith(prefix):
+            head = module[n:].partition(".")[0]
+            if head.isdigit():
+                layer = int(head)
+        append((module, tensors, form[0], form[1], layer))
+    ckpt.cache[key] = out
+    return out
 
 
 def unreadable_shards(ckpt: Checkpoint) -> set[str]:
