@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ckptlint.checkpoint import FLOAT_DTYPES, Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment
@@ -50,8 +50,9 @@ class Stored:
         return f"{w.dtype} {list(w.shape)}{extra}"
 
 
-@dataclass(slots=True)
-class Shard:
+class Shard(NamedTuple):
+    """One checkpoint module as a part of a runtime module (a named tuple: built in bulk)."""
+
     ckpt_module: str  # checkpoint module path (tensor name without parameter suffix)
     query: str  # the name the framework tests in its skip list for this shard
     tensors: list[TensorInfo]
@@ -483,26 +484,38 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
         return runs
     runs = []
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
-    match = re.compile(arch.experts).match if arch.experts else None
-    last: tuple | None = None
+    rx = re.compile(arch.experts) if arch.experts else None
+    if rx is not None:
+        order = [rx.groupindex[g] for g in ("moe", "expert", "proj")]
+        if order != sorted(order):
+            rx = None  # (every expert rule names them in this order; otherwise take the slow path)
+    match = rx.match if rx is not None else None
+    last_rt: str | None = None
+    last_layer: int | None = None
+    last_dp = False
     cur_shards: list[Shard] = []
     cur_groups: list = []
+    new_shard = tuple.__new__
+    started = False
     for g in module_groups(ckpt, arch.layer_prefix):
-        module, tensors, stored, _, layer = g
-        name = module
-        for rx, to in arch_renames:
-            if rx.search(name):
-                name = rx.sub(to, name, count=1)
+        module = name = g[0]
+        layer = g[4]
+        for r, to in arch_renames:
+            if r.search(name):
+                name = r.sub(to, name, count=1)
                 break
         m = match(name) if match is not None else None
-        in_dp = bool(draft_prefix) and (module + ".").startswith(draft_prefix)  # type: ignore[operator]
-        k = (m.group("moe") if m else None, layer, in_dp)
-        if k != last:
+        in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
+        if m is not None:
+            moe, expert, proj = m.group("moe", "expert", "proj")
+        else:
+            moe = None
+        if not started or moe != last_rt or layer != last_layer or in_dp != last_dp:
             cur_shards, cur_groups = [], []
-            runs.append((k[0], layer, in_dp, cur_shards, cur_groups))
-            last = k
-        if m:
-            cur_shards.append(Shard(module, name, tensors, stored, int(m.group("expert")), m.group("proj")))
+            runs.append((moe, layer, in_dp, cur_shards, cur_groups))
+            last_rt, last_layer, last_dp, started = moe, layer, in_dp, True
+        if m is not None:
+            cur_shards.append(new_shard(Shard, (module, name, g[1], g[2], int(expert), proj)))
         cur_groups.append(g)
     ckpt.cache[key] = runs
     return runs
