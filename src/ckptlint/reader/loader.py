@@ -129,6 +129,18 @@ def _load_dir(src: Source) -> Checkpoint:
     if CONFIG_NAME not in names and not has_index and not st_names:
         raise NotACheckpoint(f"{p}: no config.json and no .safetensors files: not a checkpoint directory")
     ck = Checkpoint(root=p)
+    if src.complete:
+        # Every shard file present is read, whatever the index says: start now, in parallel with
+        # parsing config.json and the index where the source can.
+        src.prefetch(st_names)
+    try:
+        _read_dir(ck, src, names, st_names, has_index)
+    finally:
+        src.close()
+    return ck
+
+
+def _read_dir(ck: Checkpoint, src: Source, names: set[str], st_names: list[str], has_index: bool) -> None:
     _read_configs(ck, src, names.__contains__, require_config=True)
 
     weight_map: dict[str, str] | None = None
@@ -141,7 +153,7 @@ def _load_dir(src: Source) -> Checkpoint:
         _collect(ck, reads, None)
         if not st_names:
             _no_weights(ck, names)
-        return ck
+        return
 
     # index mode
     values = set(weight_map.values())
@@ -207,7 +219,6 @@ def _load_dir(src: Source) -> Checkpoint:
     if not values and not st_names:
         _no_weights(ck, names)
     _slim(ck)
-    return ck
 
 
 # Raw index text kept for locating findings at a line (SARIF) only up to this size: a 1,000,000-tensor

@@ -48,6 +48,12 @@ class Source:
         """How shards are read: one after the other (a remote source reads them concurrently)."""
         return map(fn, names)
 
+    def prefetch(self, names: list[str]) -> None:
+        """Start reading these shards in the background if the source can (see LocalDir)."""
+
+    def close(self) -> None:
+        """Release what :meth:`prefetch` started and :meth:`read_shards` did not collect."""
+
     def read_shards(self, names: Iterable[str]) -> dict[str, ShardRead]:
         todo = list(names)
         bar = progress_for(self.progress and len(todo) >= self.progress_min_shards, len(todo),
@@ -71,6 +77,7 @@ class LocalDir(Source):
         self.root = path
         self.progress = progress
         self._names: set[str] | None = None
+        self._prefetch = None  # ckptlint.reader.parallel.Prefetch
 
     def names(self) -> set[str]:
         if self._names is None:
@@ -86,3 +93,23 @@ class LocalDir(Source):
 
     def read_one(self, name: str) -> ShardRead:
         return read_shard(os.path.join(self.root, name), name)
+
+    def prefetch(self, names: list[str]) -> None:
+        from ckptlint.reader.parallel import prefetch
+
+        self.close()
+        self._prefetch = prefetch(self.read_one, names)
+
+    def close(self) -> None:
+        if self._prefetch is not None:
+            self._prefetch.close()
+            self._prefetch = None
+
+    def _map(self, fn, names: list[str]):
+        pre = self._prefetch
+        if pre is None:
+            return map(fn, names)
+        theirs = set(pre.names)
+        mine = {n: fn(n) for n in names if n not in theirs}
+        done = pre.results()
+        return (mine[n] if n in mine else done[n] for n in names)

@@ -1,0 +1,112 @@
+"""Shard headers read by a forked child (``ckptlint.reader.parallel``) give exactly what a serial read
+gives, including for broken shards (which the parent reads again itself), and a failing or unwanted
+child never changes the result or outlives the read."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+
+from ckptlint.reader import load_checkpoint, parallel
+from ckptlint.reader.source import LocalDir
+from ckptlint.testing.builder import write_checkpoint
+
+pytestmark = pytest.mark.skipif(not parallel._can_fork(), reason="needs fork on Linux and no other thread")
+
+
+@pytest.fixture
+def forced(monkeypatch):
+    monkeypatch.setenv("CKPTLINT_JOBS", "2")
+    monkeypatch.setattr(parallel, "MIN_SHARDS", 2)
+    unpacked: list[str] = []
+    real = parallel._unpack
+
+    def counting(p, name):
+        unpacked.append(name)
+        return real(p, name)
+
+    monkeypatch.setattr(parallel, "_unpack", counting)
+    return unpacked
+
+
+def _snapshot(ck):
+    return (ck.tensors, {k: (v.size, v.header_len, v.n_tensors, v.bytes_read, v.data_bytes) for k, v in ck.shards.items()},
+            [(f.code, f.consequence, f.message, f.file, f.tensors) for f in ck.issues], ck.bytes_read, ck.index)
+
+
+def _checkpoint(tmp_path, broken: bool):
+    tensors = [(f"model.layers.{i}.mlp.experts.{e}.{p}.weight", "BF16", (8, 16))
+               for i in range(4) for e in range(4) for p in ("gate_proj", "up_proj", "down_proj")]
+    out = tmp_path / "ckpt"
+    out.mkdir()
+    write_checkpoint(out, config={"architectures": ["Qwen3MoeForCausalLM"], "num_hidden_layers": 4},
+                     tensors=tensors, shards=8)
+    shards = sorted(p for p in out.iterdir() if p.suffix == ".safetensors")
+    if broken:
+        shards[-1].write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 12\n")
+        raw = shards[-2].read_bytes()
+        n = struct.unpack("<Q", raw[:8])[0]
+        shards[-2].write_bytes(raw[:8] + raw[8:8 + n].replace(b'"BF16"', b'"XX16"', 1) + raw[8 + n:])
+        shards[-3].write_bytes(raw[:8 + n // 2])  # truncated inside the header
+    return out
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_parallel_read_equals_serial(tmp_path, monkeypatch, forced, broken):
+    path = _checkpoint(tmp_path, broken)
+    parallel_ck = load_checkpoint(path)
+    assert forced, "the child's results were not used"
+    monkeypatch.setenv("CKPTLINT_JOBS", "1")
+    serial_ck = load_checkpoint(path)
+    assert _snapshot(parallel_ck) == _snapshot(serial_ck)
+    if broken:
+        # truncated header, unknown dtype, LFS pointer; and the index names tensors no shard holds
+        assert sorted((f.code, f.file) for f in serial_ck.issues) == [
+            ("IX205", "model.safetensors.index.json"), ("SF103", "model-00006-of-00008.safetensors"),
+            ("SF106", "model-00007-of-00008.safetensors"), ("SF116", "model-00008-of-00008.safetensors")]
+    else:
+        assert serial_ck.issues == [] and len(serial_ck.tensors) == 48
+
+
+def test_failing_child_falls_back_to_a_serial_read(tmp_path, monkeypatch, forced):
+    path = _checkpoint(tmp_path, broken=False)
+    monkeypatch.setenv("CKPTLINT_JOBS", "1")
+    serial_ck = load_checkpoint(path)
+    monkeypatch.setenv("CKPTLINT_JOBS", "2")
+
+    def boom(res):
+        raise RuntimeError("child failure")
+
+    monkeypatch.setattr(parallel, "_pack", boom)  # the forked child inherits it and exits 1
+    ck = load_checkpoint(path)
+    assert forced == []  # nothing came from the child
+    assert _snapshot(ck) == _snapshot(serial_ck)
+
+
+def test_unwanted_child_is_reaped(tmp_path, forced):
+    path = _checkpoint(tmp_path, broken=False)
+    src = LocalDir(str(path))
+    names = sorted(n for n in os.listdir(path) if n.endswith(".safetensors"))
+    src.prefetch(names)
+    pre = src._prefetch
+    assert pre is not None
+    pid = pre.pid
+    src.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # already reaped by close()
+
+
+def test_jobs_setting():
+    env = os.environ.get("CKPTLINT_JOBS")
+    try:
+        os.environ["CKPTLINT_JOBS"] = "1"
+        assert parallel.jobs() == 1
+        os.environ["CKPTLINT_JOBS"] = "not a number"
+        assert parallel.jobs() == 1
+    finally:
+        if env is None:
+            os.environ.pop("CKPTLINT_JOBS", None)
+        else:
+            os.environ["CKPTLINT_JOBS"] = env
