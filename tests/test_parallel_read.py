@@ -85,6 +85,14 @@ def test_failing_child_falls_back_to_a_serial_read(tmp_path, monkeypatch, forced
     assert _snapshot(ck) == _snapshot(serial_ck)
 
 
+def test_children_are_reaped(tmp_path, forced):
+    path = _checkpoint(tmp_path, broken=False)
+    load_checkpoint(path)
+    assert forced
+    parallel._reap(block=True)
+    assert parallel._UNREAPED == []
+
+
 def test_unwanted_child_is_reaped(tmp_path, forced):
     path = _checkpoint(tmp_path, broken=False)
     src = LocalDir(str(path))

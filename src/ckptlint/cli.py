@@ -157,6 +157,25 @@ def _build_app():
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on stderr.")] = False,
     ) -> None:
         """Check a checkpoint against one or more framework releases."""
+        from ckptlint.reader import NotACheckpoint, open_path
+
+        try:
+            src = open_path(path, endpoint=endpoint, progress=not quiet)
+        except NotACheckpoint as exc:
+            _usage_error(str(exc))
+        if hasattr(src, "start"):
+            src.start()  # shard headers are read in the background while the rest is set up
+        try:
+            _check(src, path, target, format, fail_on, select, ignore, extend_select, speculative, platform, tp, gpu,
+                   ep, dp_attention, disable_shared_experts_fusion, output, config, isolated, baseline,
+                   write_baseline)
+        finally:
+            if hasattr(src, "close"):
+                src.close()
+
+    def _check(src, path, target, format, fail_on, select, ignore, extend_select, speculative, platform, tp, gpu,
+               ep, dp_attention, disable_shared_experts_fusion, output, config, isolated, baseline,
+               write_baseline) -> None:
         from ckptlint import baseline as bl
         from ckptlint import selection as sel
         from ckptlint.engine import check as run_check
@@ -174,9 +193,7 @@ def _build_app():
         targets = _targets(target or cfg.config.target)
         dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention, disable_shared_experts_fusion)
         try:
-            from ckptlint.reader import open_path
-
-            report = run_check(open_path(path, endpoint=endpoint, progress=not quiet), targets, dep)  # type: ignore[arg-type]
+            report = run_check(src, targets, dep)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
             _usage_error(str(exc))
         report.config_file = str(cfg.path) if cfg.path else None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import marshal
 import os
+import signal
 import sys
 import threading
 from itertools import repeat
@@ -29,6 +30,8 @@ MIN_SHARDS = 16  # below this, a fork costs more than it saves
 # Part of the shard list the child reads: this process meanwhile parses config.json and the index,
 # reads the rest and unpacks the child's results (measured on the DeepSeek-V3 benchmark, 2 cores).
 CHILD_SHARE = 0.7
+# The same when reading starts before the command's own imports and setup (``Source.start``).
+EARLY_CHILD_SHARE = 0.9
 
 
 def jobs() -> int:
@@ -52,12 +55,29 @@ def _can_fork() -> bool:
     return hasattr(os, "fork") and sys.platform.startswith("linux") and threading.active_count() == 1
 
 
+_MAGIC = "ckptlint-shards-1"
+_UNREAPED: list[int] = []  # children that sent their results and are exiting
+
+
+def _reap(block: bool = False) -> None:
+    """Collect exited children (a child's exit, freeing its heap, is not waited for)."""
+    for pid in list(_UNREAPED):
+        try:
+            done, _ = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            done = pid
+        if done:
+            _UNREAPED.remove(pid)
+
+
 class Prefetch:
     """Shard headers being read by a forked child, started early (before the index is parsed)."""
 
-    def __init__(self, read_one: Callable[[str], ShardRead], names: list[str], pid: int, fd: int) -> None:
+    def __init__(self, read_one: Callable[[str], ShardRead], requested: list[str], names: list[str], pid: int,
+                 fd: int) -> None:
         self.read_one = read_one
-        self.names = names
+        self.requested = requested  # the shard list asked for
+        self.names = names  # the part the child reads
         self.pid = pid
         self.fd = fd
         self._results: dict[str, ShardRead] | None = None
@@ -69,12 +89,13 @@ class Prefetch:
             packed = None
             try:
                 with os.fdopen(self.fd, "rb") as f:
-                    data = f.read()
-                _, status = os.waitpid(self.pid, 0)
-                if os.waitstatus_to_exitcode(status) == 0:
-                    packed = marshal.loads(data)
+                    data = f.read()  # to EOF: the child closes its end after writing everything
+                doc = marshal.loads(data)
+                if isinstance(doc, tuple) and len(doc) == 2 and doc[0] == _MAGIC:
+                    packed = doc[1]
             except (OSError, ValueError, EOFError, TypeError):
                 packed = None
+            _UNREAPED.append(self.pid)
             out: dict[str, ShardRead] = {}
             if isinstance(packed, list) and len(packed) == len(self.names):
                 try:
@@ -86,14 +107,19 @@ class Prefetch:
                 if n not in out:
                     out[n] = self.read_one(n)
             self._results = out
+            _reap()
         return self._results
 
     def close(self) -> None:
-        """Stop waiting for a child whose results are not wanted (an early error)."""
+        """Stop a child whose results are not wanted (an early error): it is killed and collected."""
         if self._results is None:
             self._results = {}
             try:
-                os.close(self.fd)  # the child's write then fails and it exits
+                os.close(self.fd)
+            except OSError:
+                pass
+            try:
+                os.kill(self.pid, signal.SIGKILL)
             except OSError:
                 pass
             try:
@@ -106,6 +132,7 @@ def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: floa
     """Start a child reading the last ``share`` of ``names`` (default :data:`CHILD_SHARE`; None
     returned: not worth it, or not allowed)."""
     share = CHILD_SHARE if share is None else share
+    _reap()
     if len(names) < max(MIN_SHARDS, 2) or jobs() < 2:
         return None
     theirs = names[len(names) - max(1, min(len(names) - 1, int(len(names) * share))):]
@@ -123,14 +150,14 @@ def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: floa
         code = 1
         try:
             os.close(r)
-            data = marshal.dumps([_pack(read_one(n)) for n in theirs])
+            data = marshal.dumps((_MAGIC, [_pack(read_one(n)) for n in theirs]))
             with os.fdopen(w, "wb") as f:
                 f.write(data)
             code = 0
         finally:
             os._exit(code)
     os.close(w)
-    return Prefetch(read_one, theirs, pid, r)
+    return Prefetch(read_one, list(names), theirs, pid, r)
 
 
 def _pack(res: ShardRead) -> tuple | None:

@@ -48,8 +48,11 @@ class Source:
         """How shards are read: one after the other (a remote source reads them concurrently)."""
         return map(fn, names)
 
-    def prefetch(self, names: list[str]) -> None:
+    def prefetch(self, names: list[str], share: float | None = None) -> None:
         """Start reading these shards in the background if the source can (see LocalDir)."""
+
+    def start(self) -> None:
+        """Start reading in the background whatever a load will read, if the source can."""
 
     def close(self) -> None:
         """Release what :meth:`prefetch` started and :meth:`read_shards` did not collect."""
@@ -94,11 +97,24 @@ class LocalDir(Source):
     def read_one(self, name: str) -> ShardRead:
         return read_shard(os.path.join(self.root, name), name)
 
-    def prefetch(self, names: list[str]) -> None:
+    def prefetch(self, names: list[str], share: float | None = None) -> None:
         from ckptlint.reader.parallel import prefetch
 
+        if self._prefetch is not None and self._prefetch.requested == names:
+            return  # already started (by start())
         self.close()
-        self._prefetch = prefetch(self.read_one, names)
+        self._prefetch = prefetch(self.read_one, names, share)
+
+    def start(self) -> None:
+        """Start reading every shard header of the directory now, before the caller's own setup
+        (imports, configuration): a checkpoint's shards are all read whatever its index says."""
+        from ckptlint.reader.parallel import EARLY_CHILD_SHARE
+
+        try:
+            names = sorted(n for n in self.names() if n.endswith(".safetensors"))
+        except NotACheckpoint:
+            return  # reported when the checkpoint is loaded
+        self.prefetch(names, EARLY_CHILD_SHARE)
 
     def close(self) -> None:
         if self._prefetch is not None:
