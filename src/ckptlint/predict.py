@@ -7,6 +7,8 @@ error templates of the target data.
 
 from __future__ import annotations
 
+import operator
+
 from dataclasses import dataclass
 
 from ckptlint.checkpoint import TORCH_DTYPE
@@ -32,18 +34,26 @@ def _shape(shape) -> str:
 def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatch]:
     """``predict`` for every shard of ``rm``; shards with the same stored signature share a verdict,
     so only one of each is evaluated unless it mismatches."""
-    ok: set = set()
+    bad = {sig for sig, s in first_per_sig(rm.shards).items() if predict(plan, rm, s, float_dtype) is not None}
+    if not bad:
+        return []
     out: list[Mismatch] = []
     for s in rm.shards:
-        sig = s.stored.sig
-        if sig in ok:
-            continue
-        m = predict(plan, rm, s, float_dtype)
-        if m is None:
-            ok.add(sig)
-        else:
-            out.append(m)
+        if s.stored.sig in bad:
+            m = predict(plan, rm, s, float_dtype)
+            if m is not None:
+                out.append(m)
     return out
+
+
+_SIG = operator.attrgetter("stored.sig")
+
+
+def first_per_sig(shards: list[Shard]) -> dict[tuple, Shard]:
+    """The first shard of each stored signature (C-level: a MoE module has hundreds of expert
+    shards and usually one or two signatures)."""
+    rev = shards[::-1]
+    return dict(zip(map(_SIG, rev), rev))  # earlier shards overwrite later ones
 
 
 def runtime_float_dtype(config: dict | None) -> str:

@@ -9,6 +9,8 @@ checkpoint's format runs natively (DECISIONS.md); every finding names the GPU it
 
 from __future__ import annotations
 
+import operator
+
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
@@ -41,6 +43,9 @@ def _par_assumption(ctx: RuleContext) -> str:
     return out
 
 
+_EXPERT = operator.attrgetter("expert")
+
+
 def _quantized(plan):
     for rm in plan.modules.values():
         if rm.decision is not None and rm.decision.quantized and rm.decision.scheme is not None:
@@ -56,7 +61,12 @@ def _layout(ctx: RuleContext):
     fw = for_framework(plan.target.framework)
     if fw is None:
         return None, {}
-    return fw, layout(plan, ctx.deployment)
+    d = ctx.deployment
+    key = ("layout", d.tp, d.ep, d.dp_attention)
+    lay = plan.cache.get(key)
+    if lay is None:  # shared by DP802-DP805
+        lay = plan.cache[key] = layout(plan, d)
+    return fw, lay
 
 
 class GpuFormatSupport(Rule):
@@ -169,7 +179,7 @@ class TensorParallelIndivisible(Rule):
             if p is None:
                 continue
             if p.dim == "moe":
-                experts = len({s.expert for s in rm.shards if s.expert is not None})
+                experts = len(set(map(_EXPERT, rm.shards)) - {None})
                 if p.ep > 1 and experts and experts % p.ep and fw.ep_uneven == "error":
                     yield self.finding(ctx, Consequence.LOAD_ERROR,
                                        f"{experts} routed experts of {rm.name} do not split evenly over EP={p.ep}",
