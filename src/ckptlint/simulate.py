@@ -485,11 +485,8 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
     runs = []
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
     rx = re.compile(arch.experts) if arch.experts else None
-    if rx is not None:
-        order = [rx.groupindex[g] for g in ("moe", "expert", "proj")]
-        if order != sorted(order):
-            rx = None  # (every expert rule names them in this order; otherwise take the slow path)
     match = rx.match if rx is not None else None
+    parts = tuple(rx.groupindex[g] for g in ("moe", "expert", "proj")) if rx is not None else ()
     last_rt: str | None = None
     last_layer: int | None = None
     last_dp = False
@@ -507,7 +504,7 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
         m = match(name) if match is not None else None
         in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
         if m is not None:
-            moe, expert, proj = m.group("moe", "expert", "proj")
+            moe, expert, proj = m.group(*parts)
         else:
             moe = None
         if not started or moe != last_rt or layer != last_layer or in_dp != last_dp:
