@@ -128,6 +128,9 @@ CASES = [
     Case("truncated-mid-header", sf(truncate_to=20), "SF103", "truncated inside the header"),
     # --- header text
     Case("non-utf8", header(b'{"\xff\xfe":' + E.encode() + b"}"), "SF104", "not valid UTF-8"),
+    # a multi-byte sequence cut off by the end of the header: Rust says "incomplete", not "invalid"
+    Case("non-utf8-incomplete-at-end", raw(struct.pack("<Q", 8) + b'{"a":1}\xc2' + b"\0" * 8), "SF104",
+         "not valid UTF-8"),
     Case("invalid-json", header('{"a": {"dtype": "U8",'), "SF105", "not valid JSON"),
     Case("json-array", header("[1, 2]"), "SF105", "JSON array, not an object"),
     Case("json-string", header('"abc"'), "SF105", "JSON string, not an object"),

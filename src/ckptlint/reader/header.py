@@ -218,6 +218,14 @@ def _unreadable(rel: str, why: str, error_text: str | None) -> ShardRead:
     return res
 
 
+def _utf8_error(e: UnicodeDecodeError) -> str:
+    """Rust's ``Utf8Error`` text for the same bytes (what safetensors prints): a multi-byte
+    sequence cut off by the end of the header is "incomplete", anything else "invalid"."""
+    if e.reason == "unexpected end of data":
+        return f"incomplete utf-8 byte sequence from index {e.start}"
+    return f"invalid utf-8 sequence of {e.end - e.start} bytes from index {e.start}"
+
+
 def _f(code: str, rel: str, what: str, error_text: str | None, *, consequence: Consequence = LOAD,
        tensors: list[str] | None = None, hint: str | None = None, data: dict[str, Any] | None = None) -> Finding:
     d = dict(data or {})
@@ -239,7 +247,7 @@ def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead)
     except UnicodeDecodeError as e:
         res.fatal = res.refused = True
         res.issues.append(_f(C.SF_NOT_UTF8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
-                             f"{C.ST_UTF8}: invalid utf-8 sequence of {e.end - e.start} bytes from index {e.start}",
+                             f"{C.ST_UTF8}: {_utf8_error(e)}",
                              data={"position": e.start}, hint="re-export this file"))
         return
     if raw[:1] == b"{":
@@ -435,9 +443,9 @@ def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo]
     TI = TensorInfo
     prev = 0
     for name, e in obj.items():
+        if name == "__metadata__":
+            continue  # (checked above)
         if type(e) is not dict or len(e) != 3:
-            if name == "__metadata__":
-                continue
             return None
         try:
             dt = e["dtype"]
@@ -446,7 +454,6 @@ def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo]
             bits = bits_get(dt)
         except (KeyError, TypeError, ValueError):
             return None
-        # (a 3-key __metadata__ cannot get here: its values are strings, so b is not an int)
         if bits is None or type(b) is not int or type(end) is not int or b != prev or end < b or end > MAX_48 \
                 or type(sh) is not list:
             return None
