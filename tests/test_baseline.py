@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from ckptlint import baseline as bl
-from ckptlint import cli
 from ckptlint.findings import Consequence, Finding, Severity
 from helpers import cli_run
 

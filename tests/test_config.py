@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint import cli
 from ckptlint.config import ConfigError, find, load
 from ckptlint.findings import Consequence, Finding
 from ckptlint.selection import IgnoreRule, Layer, SelectorError, resolve_layers, resolve_selector

@@ -5,14 +5,13 @@ the reference notes predict, per release. Facts cited: sglang-loading.md (SG §)
 
 from __future__ import annotations
 
-import copy
 
 import pytest
 
 from ckptlint.targets import list_targets
 from ckptlint.testing.models import (DenseDims, Layout, Spec, all_linears, awq_config, ct_config, deepseek_dims,
                                      dense_spec, gpt_oss_spec, gptq_config, mixtral_dims, modelopt_nvfp4,
-                                     moe_modules, qwen3_moe_dims, store_fp8_block)
+                                     moe_modules, qwen3_moe_dims)
 from helpers import build, run
 
 ALL = [t.id for t in list_targets()]

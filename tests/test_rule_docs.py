@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from ckptlint import cli
 from ckptlint.rules import ALL_RULES
 from helpers import cli_run
 

@@ -187,7 +187,6 @@ def layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIss
 
 def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIssue]:
     d = rm.decision
-    st = shard.stored
     scheme = d.scheme
     stored = {t.name.rsplit(".", 1)[-1]: (t.dtype, t.shape) for t in shard.tensors}
     dims = scheme.logical_dims(stored)

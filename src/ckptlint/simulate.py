@@ -381,7 +381,6 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
     assert arch is not None
     namer = _Namer(arch, config)
     method_name = plan.quant.method_key if plan.quant else None
-    prefix = arch.layer_prefix
     mtp = set(plan.mtp_layers)
     nhl = plan.num_hidden_layers
     draft = plan.draft

@@ -8,7 +8,6 @@ it (``fixed``: no load-error / silent-corruption finding there). Shapes are tiny
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
