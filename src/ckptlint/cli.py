@@ -157,78 +157,68 @@ def _build_app():
         quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line on stderr.")] = False,
     ) -> None:
         """Check a checkpoint against one or more framework releases."""
-        from ckptlint.reader import NotACheckpoint, open_path
+        import contextlib
+
+        from ckptlint.reader import NotACheckpoint, Source, open_path
 
         try:
             src = open_path(path, endpoint=endpoint, progress=not quiet)
         except NotACheckpoint as exc:
             _usage_error(str(exc))
-        if hasattr(src, "start"):
-            src.start()  # shard headers are read in the background while the rest is set up
-        try:
-            _check(src, path, target, format, fail_on, select, ignore, extend_select, speculative, platform, tp, gpu,
-                   ep, dp_attention, disable_shared_experts_fusion, output, config, isolated, baseline,
-                   write_baseline)
-        finally:
-            if hasattr(src, "close"):
-                src.close()
+        # A source starts reading shard headers in the background now, while the rest is set up.
+        with src if isinstance(src, Source) else contextlib.nullcontext(src):
+            from ckptlint import baseline as bl
+            from ckptlint import selection as sel
+            from ckptlint.engine import check as run_check
+            from ckptlint.findings import Severity
 
-    def _check(src, path, target, format, fail_on, select, ignore, extend_select, speculative, platform, tp, gpu,
-               ep, dp_attention, disable_shared_experts_fusion, output, config, isolated, baseline,
-               write_baseline) -> None:
-        from ckptlint import baseline as bl
-        from ckptlint import selection as sel
-        from ckptlint.engine import check as run_check
-        from ckptlint.findings import Severity
-        from ckptlint.reader import NotACheckpoint
-
-        cfg = _config(path, config, isolated)
-        try:
-            selection = sel.build([cfg.selection_layer(), sel.Layer(
-                select=sel.split_flags(select), extend_select=sel.split_flags(extend_select) or (),
-                ignore=sel.split_flags(ignore) or ())], cfg.ignore_rules())
-            known = bl.load(baseline) if baseline else None
-        except (sel.SelectorError, bl.BaselineError) as exc:
-            _usage_error(str(exc))
-        targets = _targets(target or cfg.config.target)
-        dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention, disable_shared_experts_fusion)
-        try:
-            report = run_check(src, targets, dep)  # type: ignore[arg-type]
-        except NotACheckpoint as exc:
-            _usage_error(str(exc))
-        report.config_file = str(cfg.path) if cfg.path else None
-        sel.apply_selection(report, selection)
-        if write_baseline:
+            cfg = _config(path, config, isolated)
             try:
-                n = bl.write(write_baseline, report.findings)
-            except bl.BaselineError as exc:
+                selection = sel.build([cfg.selection_layer(), sel.Layer(
+                    select=sel.split_flags(select), extend_select=sel.split_flags(extend_select) or (),
+                    ignore=sel.split_flags(ignore) or ())], cfg.ignore_rules())
+                known = bl.load(baseline) if baseline else None
+            except (sel.SelectorError, bl.BaselineError) as exc:
                 _usage_error(str(exc))
-            typer.echo(f"ckptlint: wrote {n} fingerprint(s) to {write_baseline}", err=True)
-        if known is not None:
-            bl.apply_baseline(report, known)
-        dropped = ([f"{report.ignored['by_config']} by rule selection and ignores"
-                    + (f" ({cfg.label})" if cfg.path else "")] if report.ignored["by_config"] else []) \
-            + ([f"{report.ignored['by_baseline']} by baseline {baseline}"] if report.ignored["by_baseline"] else [])
-        if dropped:
-            typer.echo(f"ckptlint: finding(s) ignored: {', '.join(dropped)}", err=True)
-        if format is CheckFormat.json:
-            from ckptlint.render.json_out import render
-        elif format is CheckFormat.sarif:
-            from ckptlint.render.sarif import render
-        elif format is CheckFormat.github:
-            from ckptlint.render.github import render
-        else:
-            from ckptlint.render.text import render
-        text = render(report)
-        if output:
-            from ckptlint.fsutil import atomic_write
+            targets = _targets(target or cfg.config.target)
+            dep = _deployment(cfg, speculative, platform, tp, gpu, ep, dp_attention, disable_shared_experts_fusion)
+            try:
+                report = run_check(src, targets, dep)  # type: ignore[arg-type]
+            except NotACheckpoint as exc:
+                _usage_error(str(exc))
+            report.config_file = str(cfg.path) if cfg.path else None
+            sel.apply_selection(report, selection)
+            if write_baseline:
+                try:
+                    n = bl.write(write_baseline, report.findings)
+                except bl.BaselineError as exc:
+                    _usage_error(str(exc))
+                typer.echo(f"ckptlint: wrote {n} fingerprint(s) to {write_baseline}", err=True)
+            if known is not None:
+                bl.apply_baseline(report, known)
+            dropped = ([f"{report.ignored['by_config']} by rule selection and ignores"
+                        + (f" ({cfg.label})" if cfg.path else "")] if report.ignored["by_config"] else []) \
+                + ([f"{report.ignored['by_baseline']} by baseline {baseline}"] if report.ignored["by_baseline"] else [])
+            if dropped:
+                typer.echo(f"ckptlint: finding(s) ignored: {', '.join(dropped)}", err=True)
+            if format is CheckFormat.json:
+                from ckptlint.render.json_out import render
+            elif format is CheckFormat.sarif:
+                from ckptlint.render.sarif import render
+            elif format is CheckFormat.github:
+                from ckptlint.render.github import render
+            else:
+                from ckptlint.render.text import render
+            text = render(report)
+            if output:
+                from ckptlint.fsutil import atomic_write
 
-            atomic_write(output, text.encode('utf-8'))
-        else:
-            sys.stdout.write(text)
-        threshold = Severity(fail_on.value if fail_on else (cfg.config.fail_on or "error")).rank
-        failing = any(f.severity.rank >= threshold for f in report.findings) and not write_baseline
-        raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
+                atomic_write(output, text.encode('utf-8'))
+            else:
+                sys.stdout.write(text)
+            threshold = Severity(fail_on.value if fail_on else (cfg.config.fail_on or "error")).rank
+            failing = any(f.severity.rank >= threshold for f in report.findings) and not write_baseline
+            raise typer.Exit(EXIT_FINDINGS if failing else EXIT_OK)
 
     @app.command()
     def plan(

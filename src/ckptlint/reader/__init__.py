@@ -16,6 +16,7 @@ from ckptlint.reader.loader import (
     load_checkpoint,
     open_path,
 )
+from ckptlint.reader.source import Source
 
 __all__ = [
     "CONFIG_NAME",
@@ -23,6 +24,7 @@ __all__ = [
     "QUANT_CONFIG_NAME",
     "NotACheckpoint",
     "ShardRead",
+    "Source",
     "load_checkpoint",
     "open_path",
     "read_shard",

@@ -57,6 +57,14 @@ class Source:
     def close(self) -> None:
         """Release what :meth:`prefetch` started and :meth:`read_shards` did not collect."""
 
+    def __enter__(self) -> "Source":
+        """``with source:`` starts reading in the background (:meth:`start`) and releases it at the end."""
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def read_shards(self, names: Iterable[str]) -> dict[str, ShardRead]:
         todo = list(names)
         bar = progress_for(self.progress and len(todo) >= self.progress_min_shards, len(todo),
