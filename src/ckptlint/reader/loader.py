@@ -35,7 +35,7 @@ from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.jsonfiles import JsonRead, jtype
-from ckptlint.reader.source import LocalDir, NotACheckpoint, Source
+from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, take_early
 
 INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
@@ -59,6 +59,10 @@ def open_path(path: str | os.PathLike[str], *, endpoint: str | None = None,
 
         return HubRepo(p, endpoint=endpoint, progress=progress)
     if os.path.isdir(p):
+        early = take_early(p)
+        if early is not None:
+            early.progress = progress
+            return early
         return LocalDir(p, progress=progress)
     return p
 

@@ -137,3 +137,26 @@ class LocalDir(Source):
         mine = {n: fn(n) for n in names if n not in theirs}
         done = pre.results()
         return (mine[n] if n in mine else done[n] for n in names)
+
+
+# Directories whose shard headers started being read before the command line was parsed
+# (``ckptlint._entry``): open_path() hands the same LocalDir to the command that asks for it.
+_EARLY: dict[str, LocalDir] = {}
+
+
+def start_early(path: str) -> None:
+    """Start reading the shard headers of directory ``path`` now, for a later :func:`take_early`."""
+    if path not in _EARLY and os.path.isdir(path):
+        src = _EARLY[path] = LocalDir(path)
+        src.start()
+
+
+def take_early(path: str) -> LocalDir | None:
+    return _EARLY.pop(path, None)
+
+
+def close_early() -> None:
+    """Release what no command took (a usage error, another path)."""
+    while _EARLY:
+        _EARLY.popitem()[1].close()
+
