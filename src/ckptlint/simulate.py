@@ -135,7 +135,7 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
     weight: int | None = None
     rank = len(WEIGHT_SUFFIXES)
     scales: list[str] = []
-    wscale = None
+    sc: tuple[int, ...] | None = None  # the weight_scale's shape
     for i, (suffix, _, shape) in enumerate(sig):
         r = _WEIGHT_RANK.get(suffix)
         if r is not None and r < rank:
@@ -143,7 +143,7 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
         elif suffix in QUANT_SUFFIXES or suffix.endswith("_scales"):
             scales.append(suffix)
             if suffix == "weight_scale":
-                wscale = shape
+                sc = shape
     scales.sort()
     has_matrix = bool(scales) or any(len(shape) >= 2 for _, _, shape in sig)
     if weight is None:
@@ -154,9 +154,8 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
         n = k = None
         if len(shape) >= 2:
             n, k = shape[-2], shape[-1]
-            if quantized and dtype in ("U8", "I8") and wscale is not None:
-                sc = wscale
-                # FP4 packed two per byte: the scale grid tells K (group 16 or 32).
+            if quantized and dtype in ("U8", "I8") and sc is not None:
+                # FP4 packed two per byte: the weight_scale grid tells K (group 16 or 32).
                 if len(sc) == len(shape) and sc[-1] > 0 and (sc[-1] * 16 == 2 * shape[-1] or sc[-1] * 32 == 2 * shape[-1]):
                     k = 2 * shape[-1]
         stored = Stored(quantized, TensorInfo(suffix, dtype, shape, ""), scales, logical_k=k, logical_n=n, sig=sig)
@@ -206,12 +205,27 @@ class _Namer:
         if self.experts is not None:
             m = self.experts.match(module)
             if m:
-                return m.group("moe"), module, int(m.group("expert")), m.group("proj")
+                moe, expert, proj = _expert_fields(m)
+                return moe, module, expert, proj
         head, _, last = module.rpartition(".")
         fused = self.stacked.get(last)
         if fused is not None:
             return f"{head}.{fused}" if head else fused, module, None, last
         return module, module, None, None
+
+
+def _expert_fields(m: re.Match[str]) -> tuple[str, int, str]:
+    """(FusedMoE module, expert index, projection) from a match of an architecture's expert rule."""
+    moe, expert, proj = m.group("moe", "expert", "proj")
+    return moe, int(expert), proj
+
+
+def _renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
+    """``name`` after the first rule whose pattern it contains (a name mapper applies one)."""
+    for rx, to in rules:
+        if rx.search(name):
+            return rx.sub(to, name, count=1)
+    return name
 
 
 def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str | None,
@@ -412,10 +426,7 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
             role = "extra"
         name = module
         if role != "draft" and arch_renames:
-            for rx, to in arch_renames:
-                if rx.search(name):
-                    name = rx.sub(to, name, count=1)
-                    break
+            name = _renamed(name, arch_renames)
         if role == "draft":
             keep = _fmt(draft.keep_prefix, {"mtp": layer})
             if not (module + ".").startswith(keep):
@@ -425,10 +436,7 @@ def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None
                 for t in tensors:
                     plan.dropped[t.name] = f"the draft loader drops `{hit}` weights (shared with the target model)"
                 return
-            for rx, to in renames:
-                if rx.search(name):
-                    name = rx.sub(to, name, count=1)
-                    break
+            name = _renamed(name, renames)
         hit = named.get(name)
         if hit is None:
             hit = named[name] = namer.name(name)
@@ -485,7 +493,6 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
     rx = re.compile(arch.experts) if arch.experts else None
     match = rx.match if rx is not None else None
-    parts = tuple(rx.groupindex[g] for g in ("moe", "expert", "proj")) if rx is not None else ()
     last_rt: str | None = None
     last_layer: int | None = None
     last_dp = False
@@ -494,16 +501,13 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
     new_shard = tuple.__new__
     started = False
     for g in module_groups(ckpt, arch.layer_prefix):
-        module = name = g[0]
+        module = g[0]
         layer = g[4]
-        for r, to in arch_renames:
-            if r.search(name):
-                name = r.sub(to, name, count=1)
-                break
+        name = _renamed(module, arch_renames) if arch_renames else module
         m = match(name) if match is not None else None
         in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
         if m is not None:
-            moe, expert, proj = m.group(*parts)
+            moe, expert, proj = _expert_fields(m)
         else:
             moe = None
         if not started or moe != last_rt or layer != last_layer or in_dp != last_dp:
@@ -511,7 +515,7 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
             runs.append((moe, layer, in_dp, cur_shards, cur_groups))
             last_rt, last_layer, last_dp, started = moe, layer, in_dp, True
         if m is not None:
-            cur_shards.append(new_shard(Shard, (module, name, g[1], g[2], int(expert), proj)))
+            cur_shards.append(new_shard(Shard, (module, name, g[1], g[2], expert, proj)))
         cur_groups.append(g)
     ckpt.cache[key] = runs
     return runs
@@ -615,11 +619,7 @@ def _exclude_lists(plan: Plan) -> None:
         extra: list[str] = []
         for e in entries:
             if e.startswith(lit):
-                mapped = e
-                for rx, to in renames:
-                    if rx.search(mapped):
-                        mapped = rx.sub(to, mapped, count=1)
-                        break
+                mapped = _renamed(e, renames)
                 extra.append(mapped)
                 for needle, add in copy.add_if_contains.items():
                     if needle in mapped and add not in extra:

@@ -15,8 +15,8 @@ import itertools
 import json
 import math
 import operator
-import re
 import os
+import re
 import stat as stat_mod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -338,7 +338,7 @@ _CANON_META = re.compile(rf'\{{"__metadata__":\{{((?:"{_STR}":"{_STR}")(?:,"{_ST
 _SHAPE_SEP = '","shape":['
 # dtype-and-shape text -> (dtype, shared shape tuple, byte length), or None: not a clean layout
 _LAYOUTS: dict[str, tuple[str, tuple[int, ...], int] | None] = {}
-_NBYTES = operator.itemgetter(2)
+_FIRST, _SECOND, _NBYTES = (operator.itemgetter(i) for i in range(3))
 
 
 def _scan_canonical(text: str, rel: str) -> tuple[dict[str, TensorInfo], int, dict[str, str] | None] | None:
@@ -393,10 +393,6 @@ def _scan_canonical(text: str, rel: str) -> tuple[dict[str, TensorInfo], int, di
     if len(tensors) != count or "__metadata__" in tensors:
         return None
     return tensors, stops[-1], meta
-
-
-_FIRST = operator.itemgetter(0)
-_SECOND = operator.itemgetter(1)
 
 
 def _parse_layout(key: str) -> tuple[str, tuple[int, ...], int] | None:

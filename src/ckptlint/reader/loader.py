@@ -35,7 +35,7 @@ from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.jsonfiles import JsonRead, jtype
-from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, take_early
+from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, shard_files, take_early
 
 INDEX_NAME = "model.safetensors.index.json"
 CONFIG_NAME = "config.json"
@@ -130,7 +130,7 @@ def _load_file(p: str, st: os.stat_result) -> Checkpoint:
 def _load_dir(src: Source) -> Checkpoint:
     p = src.root
     names = src.names()
-    st_names = sorted(n for n in names if n.endswith(".safetensors"))
+    st_names = shard_files(names)
     has_index = INDEX_NAME in names
     if CONFIG_NAME not in names and not has_index and not st_names:
         raise NotACheckpoint(f"{p}: no config.json and no .safetensors files: not a checkpoint directory")

@@ -25,6 +25,11 @@ from ckptlint.reader.jsonfiles import JsonRead, read_json
 LOCAL_PROGRESS_MIN_SHARDS = 20
 
 
+def shard_files(names: Iterable[str]) -> list[str]:
+    """The ``.safetensors`` files among a directory's file names, sorted (the order they are read in)."""
+    return sorted(n for n in names if n.endswith(".safetensors"))
+
+
 class NotACheckpoint(Exception):
     """The input is not something ckptlint can check at all (exit 2)."""
 
@@ -119,7 +124,7 @@ class LocalDir(Source):
         from ckptlint.reader.parallel import EARLY_CHILD_SHARE
 
         try:
-            names = sorted(n for n in self.names() if n.endswith(".safetensors"))
+            names = shard_files(self.names())
         except NotACheckpoint:
             return  # reported when the checkpoint is loaded
         self.prefetch(names, EARLY_CHILD_SHARE)
