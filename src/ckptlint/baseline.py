@@ -89,11 +89,11 @@ def dumps(findings: Iterable["Finding"]) -> str:
 
 def write(path: str | Path, findings: Iterable["Finding"]) -> int:
     """Write the baseline atomically; returns the number of fingerprints."""
-    from ckptlint.fsutil import atomic_write
+    from ckptlint.fsutil import write_output
 
     text = dumps(findings)
     try:
-        atomic_write(path, text.encode("utf-8"))
+        write_output(path, text.encode("utf-8"))
     except OSError as exc:
         raise BaselineError(f"{path}: cannot write baseline: {exc.strerror or exc}") from None
     return len(json.loads(text)["findings"])

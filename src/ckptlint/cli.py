@@ -211,9 +211,12 @@ def _build_app():
                 from ckptlint.render.text import render
             text = render(report)
             if output:
-                from ckptlint.fsutil import atomic_write
+                from ckptlint.fsutil import write_output
 
-                atomic_write(output, text.encode('utf-8'))
+                try:
+                    write_output(output, text.encode("utf-8"))
+                except OSError as exc:
+                    _usage_error(f"cannot write {output}: {exc.strerror or exc}")
             else:
                 sys.stdout.write(text)
             threshold = Severity(fail_on.value if fail_on else (cfg.config.fail_on or "error")).rank
