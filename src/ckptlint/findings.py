@@ -105,5 +105,5 @@ def natural_key(text: str) -> tuple:
     """Sort ``layers.2`` before ``layers.10``."""
     parts: list[Any] = []
     for chunk in text.split("."):
-        parts.append((0, int(chunk), "") if chunk.isdigit() else (1, 0, chunk))
+        parts.append((0, int(chunk), "") if chunk.isdecimal() else (1, 0, chunk))
     return tuple(parts)

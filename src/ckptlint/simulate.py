@@ -559,7 +559,7 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
         layer = None
         if module.startswith(prefix):
             head = module[n:].partition(".")[0]
-            if head.isdigit():
+            if head.isdecimal():  # (what int() reads: isdigit() also takes '²')
                 layer = int(head)
         append((module, tensors, form[0], form[1], layer))
     ckpt.cache[key] = out

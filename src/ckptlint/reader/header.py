@@ -96,7 +96,7 @@ def parse_lfs_pointer(data: bytes) -> dict[str, Any] | None:
         key, _, value = line.partition(" ")
         if key == "oid":
             out["oid"] = value.strip()
-        elif key == "size" and value.strip().isdigit():
+        elif key == "size" and value.strip().isascii() and value.strip().isdigit():
             out["size"] = int(value.strip())
     return out
 

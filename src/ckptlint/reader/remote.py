@@ -151,7 +151,7 @@ class HubClient:
             if attempt:
                 delay = min(MAX_BACKOFF, BACKOFF * 2 ** (attempt - 1))
                 ra = last.headers.get("Retry-After") if last is not None and last.headers is not None else None
-                if ra and ra.strip().isdigit():
+                if ra and ra.strip().isascii() and ra.strip().isdigit():
                     delay = min(MAX_BACKOFF, max(delay, float(ra.strip())))
                 time.sleep(delay)
             try:
@@ -213,7 +213,7 @@ class HubClient:
                               retryable=True) from None
         body = b"".join(chunks)
         length = resp.headers.get("Content-Length")
-        if length and length.strip().isdigit() and len(body) < min(limit, int(length)):
+        if length and length.strip().isascii() and length.strip().isdigit() and len(body) < min(limit, int(length)):
             raise RemoteError(f"the response from {_host(url)} ended after {len(body):,} of {int(length):,} bytes",
                               retryable=True)
         return body
@@ -450,7 +450,7 @@ class HubRepo(Source):
                 prefix = r.body[: last + 1]
             else:  # 200: the server ignored Range; only the first bytes of the body were read
                 length = r.headers.get("Content-Length")
-                if length and length.strip().isdigit():
+                if length and length.strip().isascii() and length.strip().isdigit():
                     size = int(length)
                 elif len(r.body) < FIRST_RANGE:
                     size = len(r.body)
