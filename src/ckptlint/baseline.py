@@ -21,7 +21,6 @@ a missing file, invalid JSON or a wrong shape is a :class:`BaselineError` (exit 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Optional
@@ -46,6 +45,8 @@ def fields(f: "Finding") -> dict[str, Optional[str]]:
 
 def _hash(flds: dict[str, Optional[str]]) -> str:
     key = json.dumps([flds["code"], flds["target"], flds["subject"], flds["tensor"]], ensure_ascii=False)
+    import hashlib  # (here: a check without a baseline does not need it)
+
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
 
 

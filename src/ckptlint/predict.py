@@ -46,14 +46,21 @@ def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatc
     return out
 
 
+_STORED = operator.attrgetter("stored")
 _SIG = operator.attrgetter("stored.sig")
 
 
 def first_per_sig(shards: list[Shard]) -> dict[tuple, Shard]:
     """The first shard of each stored signature (C-level: a MoE module has hundreds of expert
-    shards and usually one or two signatures)."""
+    shards and usually one or two signatures). Shards stored alike share one Stored object
+    (ckptlint.simulate.stored_form), so they are told apart by identity first, which hashes no
+    signature; only if two distinct objects have equal signatures are signatures compared."""
     rev = shards[::-1]
-    return dict(zip(map(_SIG, rev), rev))  # earlier shards overwrite later ones
+    firsts = dict(zip(map(id, map(_STORED, rev)), rev))  # earlier shards overwrite later ones
+    out = {s.stored.sig: s for s in firsts.values()}
+    if len(out) == len(firsts):
+        return out
+    return dict(zip(map(_SIG, rev), rev))
 
 
 def runtime_float_dtype(config: dict | None) -> str:

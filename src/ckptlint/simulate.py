@@ -493,6 +493,9 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
     arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
     rx = re.compile(arch.experts) if arch.experts else None
     match = rx.match if rx is not None else None
+    # the (moe, expert, proj) groups: all of the match's groups, in that order, in the usual rule
+    plain = rx is not None and rx.groups == 3 and rx.groupindex == {"moe": 1, "expert": 2, "proj": 3}
+    ints: dict[str, int] = {}  # expert index text -> int (a few hundred distinct values)
     last_rt: str | None = None
     last_layer: int | None = None
     last_dp = False
@@ -507,10 +510,13 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
         m = match(name) if match is not None else None
         in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
         if m is not None:
-            moe, expert, proj = _expert_fields(m)
+            moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
+            expert = ints.get(e)
+            if expert is None:
+                expert = ints[e] = int(e)
         else:
             moe = None
-        if not started or moe != last_rt or layer != last_layer or in_dp != last_dp:
+        if moe != last_rt or layer != last_layer or in_dp != last_dp or not started:
             cur_shards, cur_groups = [], []
             runs.append((moe, layer, in_dp, cur_shards, cur_groups))
             last_rt, last_layer, last_dp, started = moe, layer, in_dp, True
@@ -576,8 +582,13 @@ def unreadable_shards(ckpt: Checkpoint) -> set[str]:
 
 
 def present_layers(ckpt: Checkpoint, prefix: str) -> set[int]:
-    """Layer indices that have at least one tensor (for the MTP completeness rule)."""
-    return {g[4] for g in module_groups(ckpt, prefix) if g[4] is not None}
+    """Layer indices that have at least one tensor (for the MTP completeness rule); once per checkpoint."""
+    key = ("layers", prefix)
+    out = ckpt.cache.get(key)
+    if out is None:
+        out = ckpt.cache[key] = {g[4] for g in module_groups(ckpt, prefix)}
+        out.discard(None)
+    return out
 
 
 def _exclude_lists(plan: Plan) -> None:
