@@ -107,3 +107,15 @@ def test_check_path_does_not_import_pydantic():
     root = Path(__file__).resolve().parents[1]
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=root, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
+
+
+def test_wrapped_data_reads_keys_as_attributes_without_shadowing_dict_methods():
+    from ckptlint._ns import wrap
+
+    plain = wrap({"match": "exact", "cls": 1, "inner": {"class": "X", "values": [1]}})
+    assert plain.match == plain["match"] == "exact" and plain.inner.cls == "X"
+    assert plain.__dict__ is plain  # attribute reads are instance-dict lookups
+    odd = plain.inner  # a key named like a dict method: that dict keeps its methods
+    assert odd.values() is not None and list(odd.keys()) == ["class", "values"] and odd["values"] == [1]
+    with pytest.raises(AttributeError):
+        plain.missing

@@ -13,9 +13,13 @@ _ALIASES = {"cls": "class", "schema_": "schema"}
 
 
 class NS(dict):
-    """A dict whose keys are also attributes (``ns.match`` is ``ns["match"]``)."""
+    """A dict whose keys are also attributes (``ns.match`` is ``ns["match"]``).
 
-    __slots__ = ()
+    :func:`wrap` makes the dict its own instance ``__dict__``, so reading an attribute is a plain
+    instance lookup done in C (the simulation reads target data hundreds of thousands of times);
+    ``__getattr__`` remains for the aliases and for dicts with a key that would shadow a dict
+    method (those keep an empty ``__dict__``).
+    """
 
     def __getattr__(self, name: str) -> Any:
         try:
@@ -30,9 +34,15 @@ class NS(dict):
         return plain(self)
 
 
+_DICT_ATTRS = frozenset(dir(dict)) | {"model_dump"}
+
+
 def wrap(value: Any) -> Any:
     if isinstance(value, dict):
-        return NS((k, wrap(v)) for k, v in value.items())
+        ns = NS((k, wrap(v)) for k, v in value.items())
+        if _DICT_ATTRS.isdisjoint(ns):
+            ns.__dict__ = ns
+        return ns
     if isinstance(value, list):
         return [wrap(v) for v in value]
     return value

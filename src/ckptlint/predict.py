@@ -34,7 +34,7 @@ def _shape(shape) -> str:
 def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatch]:
     """``predict`` for every shard of ``rm``; shards with the same stored signature share a verdict,
     so only one of each is evaluated unless it mismatches."""
-    bad = {sig for sig, s in first_per_sig(rm.shards).items() if predict(plan, rm, s, float_dtype) is not None}
+    bad = {sig for sig, s in firsts(rm).items() if predict(plan, rm, s, float_dtype) is not None}
     if not bad:
         return []
     out: list[Mismatch] = []
@@ -48,6 +48,14 @@ def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatc
 
 _STORED = operator.attrgetter("stored")
 _SIG = operator.attrgetter("stored.sig")
+
+
+def firsts(rm: RuntimeModule) -> dict[tuple, Shard]:
+    """:func:`first_per_sig` of ``rm``'s shards, computed once for every rule that asks."""
+    memo = rm.firsts
+    if memo is None or memo[0] != len(rm.shards):
+        memo = rm.firsts = (len(rm.shards), first_per_sig(rm.shards))
+    return memo[1]
 
 
 def first_per_sig(shards: list[Shard]) -> dict[tuple, Shard]:

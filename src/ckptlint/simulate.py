@@ -82,6 +82,8 @@ class RuntimeModule:
     shards: list[Shard] = field(default_factory=list)
     decision: Decision | None = None
     fused_into: str | None = None  # shared expert loaded into this FusedMoE (shared-experts fusion)
+    # (number of shards, ckptlint.predict.first_per_sig of them): computed once for all the rules
+    firsts: tuple[int, dict] | None = field(default=None, repr=False, compare=False)
 
     @property
     def tensors(self) -> list[str]:

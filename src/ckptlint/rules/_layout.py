@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import LayoutIssue, first_per_sig, layout_issues
+from ckptlint.predict import LayoutIssue, firsts, layout_issues
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -21,7 +21,7 @@ def plan_layout_issues(ctx: RuleContext) -> dict[str, list[LayoutIssue]]:
                 continue
             # Verdicts depend on the tensors' suffix/dtype/shape only: test one shard per signature
             # (the 768 expert shards of a MoE layer usually share one) and name the others only if bad.
-            bad_sigs = {sig for sig, s in first_per_sig(rm.shards).items() if layout_issues(plan, rm, s)}
+            bad_sigs = {sig for sig, s in firsts(rm).items() if layout_issues(plan, rm, s)}
             if bad_sigs:
                 cached[key] = [i for s in rm.shards if s.stored.sig in bad_sigs
                                    for i in layout_issues(plan, rm, s)]
