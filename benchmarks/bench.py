@@ -6,8 +6,9 @@
 
 Generates (once; cached by parameters) full-scale sparse checkpoints with ckptlint's own builder
 into the work dir, then times, alternating, per checkpoint: the floor (read + json.loads every
-header), safetensors.safe_open listing every key/dtype/shape, ``ckptlint check --format json``
-end to end, and ckptlint's phases in-process; plus ``ckptlint --version`` against
+header), safetensors.safe_open listing every key/dtype/shape, the module pass (the floor plus
+grouping names into modules and one expert-rule match per module: a reference for the least
+per-module Python work), ``ckptlint check --format json`` end to end, and ckptlint's phases in-process; plus ``ckptlint --version`` against
 ``python -c pass``. Every measured command is its own process; wall time, peak RSS and
 /proc/<pid>/io are taken from the parent. See benchmarks/README.md.
 """
@@ -199,6 +200,7 @@ def measure_checkpoint(path: Path, reps: int, warmup: int, log) -> dict[str, Any
     cmds = {
         "floor": [PY, str(HERE / "floor.py"), str(path)],
         "safe_open": [PY, str(HERE / "safeopen_list.py"), str(path)],
+        "module_pass": [PY, str(HERE / "module_pass.py"), str(path)],
         "ckptlint": ckptlint_cmd() + ["check", str(path), "--format", "json"],
         "ckptlint_1proc": ckptlint_cmd() + ["check", str(path), "--format", "json"],
         "phases": [PY, str(HERE / "phases.py"), str(path)],
@@ -226,6 +228,7 @@ def measure_checkpoint(path: Path, reps: int, warmup: int, log) -> dict[str, Any
     out["floor"]["tensors"] = int(floor_out[1])
     out["floor"]["header_bytes"] = int(floor_out[2])
     out["safe_open"]["tensors"] = int(runs["safe_open"][0]["stdout"].split()[1])
+    out["module_pass"]["modules"] = int(runs["module_pass"][0]["stdout"].split()[1])
     keys = ["import_engine_s", "import_cli_s", "import_s", "targets_s", "read_s", "simulate_s", "rules_s",
             "render_s", "check_s", "total_s"]
     last = phase_runs[-1]
@@ -348,7 +351,7 @@ def acceptance(results: dict[str, Any]) -> list[dict[str, Any]]:
 def fmt_table(results: dict[str, Any]) -> str:
     lines = []
     hdr = (f"{'checkpoint':<10} {'tensors':>9} {'shards':>6} {'app.GB':>7} {'floor s':>8} {'safe_open s':>11} "
-           f"{'ckptlint s':>10} {'ck/floor':>8} {'1 proc s':>8} {'RSS floor':>9} {'RSS s_o':>8} {'RSS ck':>8} "
+           f"{'mod-pass s':>10} {'ckptlint s':>10} {'ck/floor':>8} {'ck/mod-pass':>11} {'1 proc s':>8} {'RSS floor':>9} {'RSS s_o':>8} {'RSS ck':>8} "
            f"{'RSS tree':>8} "
            f"{'hdr MB':>7} {'ck read MB':>10} {'ck rchar MB':>11}")
     lines.append(hdr)
@@ -357,8 +360,9 @@ def fmt_table(results: dict[str, Any]) -> str:
         mb = lambda kib: f"{kib / 1024:.0f}M"  # noqa: E731
         lines.append(
             f"{name:<10} {r['tensors']:>9,} {r['shards']:>6} {r['apparent_bytes'] / 1e9:>7.1f} "
-            f"{r['floor']['median_s']:>8.3f} {r['safe_open']['median_s']:>11.3f} {r['ckptlint']['median_s']:>10.3f} "
-            f"{r['ratio_ckptlint_floor']:>8.2f} {r['ckptlint_1proc']['median_s']:>8.3f} "
+            f"{r['floor']['median_s']:>8.3f} {r['safe_open']['median_s']:>11.3f} {r['module_pass']['median_s']:>10.3f} "
+            f"{r['ckptlint']['median_s']:>10.3f} {r['ratio_ckptlint_floor']:>8.2f} "
+            f"{r['ckptlint']['median_s'] / r['module_pass']['median_s']:>11.2f} {r['ckptlint_1proc']['median_s']:>8.3f} "
             f"{mb(r['floor']['max_rss_kib']):>9} "
             f"{mb(r['safe_open']['max_rss_kib']):>8} {mb(r['ckptlint']['max_rss_kib']):>8} "
             f"{mb(r['ckptlint'].get('tree_max_rss_kib') or 0):>8} "
@@ -442,6 +446,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "tensors": m["floor"]["tensors"], **desc, **m}
         entry["ratio_ckptlint_floor"] = m["ckptlint"]["median_s"] / m["floor"]["median_s"]
         entry["ratio_safe_open_floor"] = m["safe_open"]["median_s"] / m["floor"]["median_s"]
+        entry["ratio_module_pass_floor"] = m["module_pass"]["median_s"] / m["floor"]["median_s"]
+        entry["ratio_ckptlint_module_pass"] = m["ckptlint"]["median_s"] / m["module_pass"]["median_s"]
         if args.profile:
             prof_file = workdir / f"profile-{name}.txt"
             r = run_measured([PY, str(HERE / "phases.py"), str(path), "--profile", str(prof_file), "--top", "25"],
