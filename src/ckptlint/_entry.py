@@ -13,7 +13,10 @@ def main() -> None:
         sys.stdout.write(f"ckptlint {__version__}\n")
         return
     early = _early_reading(args)
+    import ckptlint.cli
     from ckptlint.cli import main as cli_main
+
+    ckptlint.cli.KEEP_UNTIL_EXIT = []  # this process ends with os._exit: nothing needs freeing
 
     code: object = 0
     try:
