@@ -378,7 +378,10 @@ def _collect(ck: Checkpoint, reads: dict[str, ShardRead], weight_map: dict[str, 
     tensors = ck.tensors
     lfs: list[tuple[str, dict[str, Any]]] = []
     dups: dict[str, list[str]] = {}
-    for name in sorted(reads):
+    before = len(tensors)
+    merged = 0
+    order = sorted(reads)
+    for name in order:
         r = reads[name]
         ck.shards[name] = r.info
         ck.issues.extend(r.issues)
@@ -386,12 +389,17 @@ def _collect(ck: Checkpoint, reads: dict[str, ShardRead], weight_map: dict[str, 
             lfs.append((name, r.lfs))
             continue
         st = r.tensors
-        if not st:
-            continue
-        if tensors and not tensors.keys().isdisjoint(st):
-            for t in tensors.keys() & st.keys():
-                dups.setdefault(t, [tensors[t].file]).append(name)
-        tensors.update(st)
+        if st:
+            tensors.update(st)  # the later file's copy wins
+            merged += len(st)
+    if len(tensors) != before + merged:
+        # a tensor in two shards: which ones (rare, so found again only now)
+        seen: dict[str, str] = {}
+        for name in order:
+            for t in reads[name].tensors if reads[name].lfs is None else ():
+                if t in seen:
+                    dups.setdefault(t, [seen[t]]).append(name)
+                seen[t] = name
     if lfs:
         files = [f for f, _ in lfs]
         listed = ", ".join(files[:5]) + (f", ... ({len(files)} files)" if len(files) > 5 else "")
