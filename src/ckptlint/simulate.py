@@ -166,6 +166,9 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
 
 
 _FORMS: dict[tuple, tuple[Stored, bool]] = {}
+# The same forms keyed by a flat (suffix, dtype, shape, suffix, dtype, shape) tuple for modules of one
+# or two tensors (module_groups' fast path); any other signature is its own key.
+_FLAT_FORMS: dict[tuple, tuple[Stored, bool]] = {}
 
 
 def _fmt(template: str, mapping: dict[str, Any]) -> str:
@@ -548,27 +551,43 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
             g += (suffix, t)
     out = []
     append = out.append
-    forms_get = _FORMS.get
+    flat_get = _FLAT_FORMS.get
     n = len(prefix)
+    last_head: str | None = None
+    last_layer: int | None = None
     for module, g in groups.items():
-        # (suffix, tensor) pairs, flat; one or two tensors is the common case
-        if len(g) == 2:
-            s0, t0 = g
-            sig: tuple = ((s0, t0.dtype, t0.shape),)
-            tensors = [t0]
-        elif len(g) == 4:
+        # (suffix, tensor) pairs, flat; one or two tensors is the common case, looked up by a flat
+        # key (one tuple, not three) in a cache in front of the signature's
+        if len(g) == 4:
             s0, t0, s1, t1 = g
-            sig = ((s0, t0.dtype, t0.shape), (s1, t1.dtype, t1.shape))
+            flat: tuple = (s0, t0[1], t0[2], s1, t1[1], t1[2])
             tensors = [t0, t1]
+        elif len(g) == 2:
+            s0, t0 = g
+            flat = (s0, t0[1], t0[2])
+            tensors = [t0]
         else:
             tensors = g[1::2]
-            sig = tuple(zip(g[0::2], [t.dtype for t in tensors], [t.shape for t in tensors]))
-        form = forms_get(sig) or stored_form(sig)
+            flat = tuple(zip(g[0::2], [t.dtype for t in tensors], [t.shape for t in tensors]))
+        form = flat_get(flat)
+        if form is None:
+            if len(g) == 4:
+                sig: tuple = ((s0, t0[1], t0[2]), (s1, t1[1], t1[2]))
+            elif len(g) == 2:
+                sig = ((s0, t0[1], t0[2]),)
+            else:
+                sig = flat
+            form = _FLAT_FORMS[flat] = stored_form(sig)
         layer = None
         if module.startswith(prefix):
-            head = module[n:].partition(".")[0]
-            if head.isdecimal():  # (what int() reads: isdigit() also takes '²')
-                layer = int(head)
+            # the component after the prefix; consecutive modules are mostly of one layer
+            j = module.find(".", n)
+            head = module[n:j] if j >= 0 else module[n:]
+            if head == last_head:
+                layer = last_layer
+            elif head.isdecimal():  # (what int() reads: isdigit() also takes '²')
+                layer = last_layer = int(head)
+                last_head = head
         append((module, tensors, form[0], form[1], layer))
     ckpt.cache[key] = out
     return out
