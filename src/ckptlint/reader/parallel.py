@@ -16,6 +16,7 @@ off.
 from __future__ import annotations
 
 import marshal
+import operator
 import os
 import signal
 import sys
@@ -166,9 +167,12 @@ def _pack(res: ShardRead) -> tuple | None:
             or res.missing or not res.tensors:
         return None
     i = res.info
-    ts = list(res.tensors.values())
+    ts = res.tensors.values()
     return (i.file, i.size, i.header_len, i.n_tensors, i.bytes_read, i.data_bytes, res.metadata,
-            [t.name for t in ts], [t.dtype for t in ts], [t.shape for t in ts])
+            list(map(_NAME, ts)), list(map(_DTYPE, ts)), list(map(_SHAPE, ts)))
+
+
+_NAME, _DTYPE, _SHAPE = (operator.itemgetter(i) for i in range(3))  # TensorInfo fields, read in C
 
 
 def _unpack(p: tuple, name: str) -> ShardRead:
