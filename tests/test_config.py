@@ -292,7 +292,7 @@ def test_layers_specificity_and_override():
     # A later (command-line) layer's select replaces the earlier selection...
     assert resolve_layers([Layer(select=["MT"]), Layer(select=["QD401"])]) == {"QD401"}
     # ...while without select it builds on it.
-    assert resolve_layers([Layer(select=["MT"]), Layer(extend_select=["QD401"])]) == {"MT701", "MT702", "QD401"}
+    assert resolve_layers([Layer(select=["MT"]), Layer(extend_select=["QD401"])]) == {"MT701", "MT702", "MT703", "QD401"}
     assert resolve_layers([Layer(ignore=["QD"]), Layer(ignore=["MT701"])]) == every - {"QD401", "QD402", "QD403", "MT701"}
 
 

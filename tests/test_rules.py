@@ -14,7 +14,7 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
                                     glm5_quark_mxfp4, modelopt_nvfp4)
 from helpers import build, run
 
-RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "TG601", "TG602", "TG603", "TG604", "CF311",
+RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG603", "TG604", "CF311",
               "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
@@ -59,6 +59,49 @@ def test_mt701_passes_with_mtp_or_without_speculation(tmp_path):
     assert not [f for f in rep.findings if f.code == "MT701"]
     rep = run(build(tmp_path, glm5_quark_mxfp4(with_mtp=False), name="nomtp"), "vllm==0.33.0", speculative=False)
     assert not [f for f in rep.findings if f.code == "MT701"]
+
+
+# --- MT703 mtp-layer-count-unsupported ---------------------------------------------------------
+def test_mt703_two_nextn_layers_on_sglang(tmp_path):
+    # GLM-5 with both MTP layers stored: vLLM builds one draft layer per MTP layer; SGLang's NextN
+    # draft (GlmMoeDsaForCausalLMNextN subclasses the DeepSeek one) asserts num_nextn_predict_layers
+    # == 1 when it loads its weights (deepseek_weight_loader._initialize_nextn_conf).
+    dims = MoeDims(num_hidden_layers=6, num_nextn_predict_layers=2)
+    rep = run(build(tmp_path, glm5_quark_mxfp4(dims)), "sglang==0.5.23", "vllm==0.33.0")
+    got = {f.target: f for f in rep.findings if f.code == "MT703"}
+    assert set(got) == {"sglang==0.5.23"}
+    f = got["sglang==0.5.23"]
+    assert f.consequence.value == "load-error" and f.error_text == "AssertionError: Only 1 nextn layer is supported"
+    assert f.data == {"declared": 2, "supported": 1} and f.file == "config.json"
+    assert "num_nextn_predict_layers to 1" in f.hint
+    # the loader stops before loading anything: no "layer missing" finding next to it
+    assert not [x for x in rep.findings if x.code == "MT701" and x.target == "sglang==0.5.23"]
+
+
+def test_mt703_deepseek_v3_since_sglang_0_5_5(tmp_path):
+    dims = deepseek_dims(num_hidden_layers=4, num_nextn_predict_layers=3)
+    rep = run(build(tmp_path, glm5_quark_mxfp4(dims)), "sglang==0.5.5", "sglang==0.5.23")
+    got = {f.target: f for f in rep.findings if f.code == "MT703"}
+    assert set(got) == {"sglang==0.5.5", "sglang==0.5.23"}
+    assert all(f.error_text == "AssertionError: Only 1 nextn layer is supported" and f.data["declared"] == 3
+               for f in got.values())
+
+
+def test_mt703_passes_with_one_layer_or_without_speculation(tmp_path):
+    rep = run(build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=6))), "sglang==0.5.23")
+    assert not [f for f in rep.findings if f.code == "MT703"]
+    two = build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=6, num_nextn_predict_layers=2)), name="two")
+    assert not [f for f in run(two, "sglang==0.5.23", speculative=False).findings if f.code == "MT703"]
+
+
+def test_absurd_mtp_layer_count_is_a_finding_not_a_crash(tmp_path):
+    spec = glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=6))
+    spec.config["num_nextn_predict_layers"] = 10**30
+    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
+    assert [f.code for f in rep.findings if f.target == "sglang==0.5.23" and f.code.startswith("MT")] == ["MT703"]
+    # vLLM would build every declared layer: all but the stored one are missing (listed up to a bound)
+    mt701 = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.code == "MT701"]
+    assert mt701 and all(f.consequence.value == "load-error" for f in mt701)
 
 
 # --- MT702 mtp-quantized-draft-unquantized -----------------------------------------------------

@@ -100,7 +100,9 @@ class Plan:
     modules: dict[str, RuntimeModule] = field(default_factory=dict)
     dropped: dict[str, str] = field(default_factory=dict)  # tensor -> why the target ignores it
     num_hidden_layers: int | None = None
-    mtp_layers: list[int] = field(default_factory=list)
+    mtp_layers: list[int] = field(default_factory=list)  # the first MAX_LISTED_MTP_LAYERS of them
+    mtp_count: int = 0  # MTP layers config.json declares (its count key)
+    mtp_count_key: str | None = None
     speculative: bool = False
     draft: Draft | None = None
     exclude_key: str | None = None
@@ -243,6 +245,18 @@ def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str 
     return ("linear" if has_matrix else "other"), None
 
 
+# MTP layers simulated at most: real models declare one to a few; a config that declares millions
+# (or 10**30) still gets a plan, and the rules report the layers it lacks.
+MAX_LISTED_MTP_LAYERS = 64
+
+
+def too_many_mtp_layers(plan: Plan) -> bool:
+    """The draft loader refuses the declared number of MTP layers (Draft.too_many_layers)."""
+    d = plan.draft
+    return d is not None and d.max_layers is not None and d.too_many_layers is not None \
+        and plan.mtp_count > d.max_layers
+
+
 def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     config = ckpt.config if isinstance(ckpt.config, dict) else {}
     archs = config.get("architectures")
@@ -289,15 +303,17 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
         for key in draft.count_keys:
             v = config.get(key)
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                nextn = v
+                nextn = plan.mtp_count = v
+                plan.mtp_count_key = key
                 break
+    listed = min(nextn, MAX_LISTED_MTP_LAYERS)
     if draft is not None and draft.prefix and nextn:
-        plan.mtp_layers = list(range(nextn))  # local indices under the draft prefix
+        plan.mtp_layers = list(range(listed))  # local indices under the draft prefix
     elif plan.num_hidden_layers is not None and nextn:
         base = plan.num_hidden_layers
         if draft is not None and draft.single_layer_config_uses_layer0 and base == 1:
             base = 0
-        plan.mtp_layers = [base + i for i in range(nextn)]
+        plan.mtp_layers = [base + i for i in range(listed)]
     plan.speculative = deployment.speculative if deployment.speculative is not None else bool(plan.mtp_layers)
     if plan.speculative and not plan.mtp_layers:
         plan.speculative = False

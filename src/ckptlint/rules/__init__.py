@@ -5,6 +5,7 @@ from __future__ import annotations
 from ckptlint.rules.base import Rule
 from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
 from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquantized
+from ckptlint.rules.mtp_layer_count import MtpLayerCountUnsupported
 from ckptlint.rules.mtp_weights_missing import MtpWeightsMissing
 from ckptlint.rules.quant_config_invalid import QuantConfigInvalid
 from ckptlint.rules.quantization_mismatch import QuantizationMismatch
@@ -21,7 +22,7 @@ from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
-     TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized,
+     TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported,
      ScaleMissing, UnexpectedTensor, SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
      *DEPLOYMENT_RULES),
     key=lambda r: r.code,

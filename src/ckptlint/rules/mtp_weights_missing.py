@@ -4,7 +4,7 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.rules.base import Rule, RuleContext
-from ckptlint.simulate import present_layers, unreadable_shards
+from ckptlint.simulate import present_layers, too_many_mtp_layers, unreadable_shards
 
 
 class MtpWeightsMissing(Rule):
@@ -38,6 +38,8 @@ class MtpWeightsMissing(Rule):
         plan = ctx.plan
         if plan is None or not plan.simulated or not plan.speculative or plan.draft is None:
             return
+        if too_many_mtp_layers(plan):
+            return  # the draft loader refuses the layer count before loading anything (MT703)
         prefix = plan.arch.layer_prefix
         present = present_layers(ctx.checkpoint, prefix)
         if unreadable_shards(ctx.checkpoint):

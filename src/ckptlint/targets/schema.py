@@ -124,6 +124,8 @@ class Draft(Strict):
     # Layer index of the MTP layer(s): "num_hidden_layers" (+i for i < count)
     count_keys: list[str] = Field(default_factory=lambda: ["num_nextn_predict_layers"])
     max_layers: int | None = None  # e.g. SGLang: only 1 NextN layer is supported
+    # What loading the draft does when config.json declares more than max_layers MTP layers
+    too_many_layers: Outcome | None = None
     single_layer_config_uses_layer0: bool = False  # SGLang "old design" exports
     keep_prefix: str = "model.layers.{mtp}."  # names outside it are not draft weights
     # MTP weights under a top-level prefix (Qwen3-Next / Qwen3.5 `mtp.`) instead of at layer
