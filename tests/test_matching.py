@@ -1,6 +1,6 @@
 """Skip-list matching primitives, on the exact names the frameworks see."""
 
-from ckptlint.matching import compile_list, looks_like_glob
+from ckptlint.matching import compile_list
 
 
 def m(mode, entries, name):
@@ -38,7 +38,3 @@ def test_invalid_regex_never_matches_and_is_reported():
     cl = compile_list("exact_or_regex", ["re:([", "lm_head"])
     assert cl.first_match("lm_head") == "lm_head"
     assert cl.invalid() == ["re:(["]
-
-
-def test_looks_like_glob():
-    assert looks_like_glob("model.layers.78.*") and not looks_like_glob("re:model.layers.78.*")

@@ -96,7 +96,3 @@ class CompiledList:
 def compile_list(mode: str, entries: Iterable[str]) -> CompiledList:
     items = [e for e in entries if isinstance(e, str)]
     return CompiledList(mode, items, [_compile_one(mode, e) for e in items])
-
-
-def looks_like_glob(entry: str) -> bool:
-    return not entry.startswith("re:") and any(c in entry for c in "*?[")
