@@ -150,6 +150,11 @@ def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: floa
     if pid == 0:  # pragma: no cover - runs in the child (exercised by tests through its output)
         code = 1
         try:
+            import gc
+
+            # Nothing the child allocates needs collecting before it exits, and a collection would
+            # also walk (and so copy, page by page) every object it shares with the parent.
+            gc.disable()
             os.close(r)
             data = marshal.dumps((_MAGIC, [_pack(read_one(n)) for n in theirs]))
             with os.fdopen(w, "wb") as f:
