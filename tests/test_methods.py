@@ -301,3 +301,47 @@ def test_quark_layout_nvfp4_grid_on_mxfp4_experts(tmp_path):
     rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
     for t in ("sglang==0.5.23", "vllm==0.33.0"):
         assert any(c == "SC503" and m.endswith("mlp.experts") for c, _, m in got(rep, t))
+
+
+# ---------------------------------------------------------------------------------------------
+# Older vLLM releases (read in each release's source; docs: the target data's sources)
+# ---------------------------------------------------------------------------------------------
+def test_gptq_dynamic_simulated_from_vllm_0_30(tmp_path):
+    # get_dynamic_override is the same code in 0.24-0.33, but only from 0.30 is g_idx dropped on load
+    # (get_checkpoint_weight_mapper) as in 0.33; 0.24-0.28 register g_idx parameters: not simulated.
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:model.layers.0.mlp.*": {}}))
+    rep = run(build(tmp_path, spec), "vllm==0.30.0", "vllm==0.28.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "vllm==0.30.0")
+    assert {f.code for f in rep.findings if f.target == "vllm==0.28.0"} == {"TG603"}
+
+
+def test_awq_simulated_from_vllm_0_24(tmp_path):
+    # 0.24 has 0.33's substring match with the shard-agreement error and the dtype inference
+    # (skip_with_substr=True); 0.11's awq_marlin has neither: not simulated.
+    spec = dense_spec(DenseDims(), all_linears("awq"), awq_config(modules_to_not_convert=["gate"]))
+    rep = run(build(tmp_path, spec), "vllm==0.24.0", "vllm==0.11.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "vllm==0.24.0")
+    assert {f.code for f in rep.findings if f.target == "vllm==0.11.0"} == {"TG603"}
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
+                    else "awq")
+    rep = run(build(tmp_path, dense_spec(DenseDims(), layout, awq_config()), name="infer"), "vllm==0.24.0")
+    assert got(rep, "vllm==0.24.0") == set()
+
+
+def test_modelopt_mixed_precision_in_hf_quant_config_refused_before_vllm_0_33(tmp_path):
+    # _normalize_quantization_config maps only FP8 and NVFP4 in 0.24-0.32: the nested MIXED_PRECISION
+    # form fails at start-up; 0.33 maps it to modelopt_mixed; 0.11 has no MIXED_PRECISION at all.
+    spec = dense_spec(DenseDims(), all_linears("nvfp4"), None)
+    layers = sorted({n.rsplit(".", 1)[0] for n, _, _ in spec.tensors if n.endswith(".weight_scale")})
+    spec.hf_quant_config = {"producer": {"name": "modelopt", "version": "0.37.0"},
+                            "quantization": {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": None,
+                                             "exclude_modules": ["lm_head"],
+                                             "quantized_layers": {m: {"quant_algo": "NVFP4", "group_size": 16}
+                                                                  for m in layers}}}
+    rep = run(build(tmp_path, spec), "vllm==0.30.0", "vllm==0.24.0", "vllm==0.33.0", "vllm==0.11.0")
+    for t in ("vllm==0.30.0", "vllm==0.24.0"):
+        (f,) = [f for f in rep.findings if f.target == t]
+        assert f.code == "TG601" and f.consequence.value == "load-error"
+        assert f.error_text == "ValueError: Unknown ModelOpt quant algo: MIXED_PRECISION"
+    assert [f.code for f in rep.findings if f.target == "vllm==0.11.0"] == ["TG601"]
+    assert not [f for f in rep.findings if f.target == "vllm==0.33.0" and f.code in ("TG601", "TG603")]

@@ -111,6 +111,7 @@ class Plan:
     whole_draft_excluded: str | None = None
     assumptions: list[str] = field(default_factory=list)
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all
+    unsupported_error: str | None = None  # the error it prints then, where the data knows it
     not_simulated: str | None = None  # why ckptlint has no simulation for it (no data: not a verdict)
     gpu: str | None = None
     platform: str | None = None
@@ -275,6 +276,11 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     if quant is not None and method is not None and not method.supported:
         plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
             f": {method.note}" if method.note else "")
+        return plan
+    if quant is not None and method is not None and quant.source_file in method.rejected_in:
+        plan.unsupported_error = method.rejected_in[quant.source_file]
+        plan.unsupported = (f"{target.resolved} refuses quantization method {what} as {quant.source_file} declares it, "
+                            "at start-up, before any weight is loaded" + (f" ({method.note})" if method.note else ""))
         return plan
     if arch is not None and not arch.supported:
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"

@@ -36,6 +36,7 @@ class TargetUnsupported(Rule):
         if plan is None or plan.unsupported is None or ctx.checkpoint.config is None:
             return
         yield self.finding(ctx, Consequence.LOAD_ERROR, plan.unsupported, file="config.json",
+                           error_text=plan.unsupported_error,
                            hint="pick a target that supports it (`ckptlint targets`)")
 
 

@@ -52,6 +52,8 @@ class MethodRules(Strict):
     supported: bool = True
     simulated: bool = True  # False: supported by the framework, but ckptlint does not simulate it
     note: str | None = None  # why unsupported / not simulated
+    # the method as written in one of these files fails at start-up: file -> the error printed
+    rejected_in: dict[str, str] = Field(default_factory=dict)
     # Config keys holding the skip list, tried in order (first present wins).
     exclude_keys: list[str] = Field(default_factory=list)
     # modelopt: which keys to read when the config comes from hf_quant_config.json.
