@@ -18,6 +18,11 @@ RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG
               "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
+def got_modules(report, target):
+    return sorted((f.code, f.consequence.value, f.module) for f in report.findings
+                  if f.target == target and not f.code.startswith("TG"))
+
+
 def codes(report, target=None):
     return [(f.code, f.consequence.value, f.module) for f in report.findings
             if target is None or f.target == target]
@@ -280,6 +285,29 @@ def test_qwen3_next_mtp_prefix_excludes(tmp_path):
     rep = run(build(tmp_path, qwen_mtp_spec(with_mtp=False), name="nomtp"), "sglang==0.5.23", "vllm==0.33.0")
     assert {(f.target, f.code, f.consequence.value) for f in rep.findings if f.code == "MT701"} == {
         ("sglang==0.5.23", "MT701", "degraded"), ("vllm==0.33.0", "MT701", "degraded")}
+
+
+def test_qwen3_next_mtp_draft_described_from_sglang_0_5_9(tmp_path):
+    # The renaming in Qwen3NextForCausalLM.load_weights(is_mtp=True) is the same code from 0.5.5 to
+    # 0.5.23 (read release by release); 0.5.5's hybrid attention passes no quant prefix, so the data
+    # starts at 0.5.9.
+    from ckptlint.testing.models import qwen_mtp_spec
+    rep = run(build(tmp_path, qwen_mtp_spec()), "sglang==0.5.9", "sglang==0.5.17", "sglang==0.5.23", "sglang==0.5.5")
+    for t in ("sglang==0.5.9", "sglang==0.5.17"):
+        assert got_modules(rep, t) == got_modules(rep, "sglang==0.5.23")
+    assert "QD401" in {f.code for f in rep.findings if f.target == "sglang==0.5.9"}
+    assert rep.plans["sglang==0.5.5"].generic and not rep.plans["sglang==0.5.9"].generic
+
+
+def test_qwen3_5_mtp_draft_described_from_sglang_0_5_21(tmp_path):
+    # _mtp_quant_config's Quark rule (only an mtp.* entry naming mlp.experts) and the copied
+    # packed_modules_mapping arrive in 0.5.21; 0.5.12-0.5.20 forced the draft unquantized for any
+    # mtp.* entry, which is not described: those releases fall back to the generic rules.
+    from ckptlint.testing.models import qwen_mtp_spec
+    rep = run(build(tmp_path, qwen_mtp_spec("Qwen3_5MoeForCausalLM", method="quark", mtp_quantized=True)),
+              "sglang==0.5.21", "sglang==0.5.20")
+    assert rep.plans["sglang==0.5.21"].modules["mtp.layers.0.mlp.experts"].decision.quantized
+    assert rep.plans["sglang==0.5.20"].generic  # (TG604: the generic rules, no Qwen3.5 draft)
 
 
 def test_qwen3_5_quark_mtp_quant_config(tmp_path):
