@@ -376,6 +376,8 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
         reason = f"{routed} routed experts fuse only with {', '.join(rules.only_methods_for_count[str(routed)])}"
     elif method in rules.off_methods:
         reason = f"not for {method}"
+    elif plan.platform not in rules.platforms:
+        reason = f"not on {plan.platform} in this release"
     elif deployment.ep > 1 and plan.platform != "rocm":
         reason = "expert parallelism on a non-AMD GPU"
     else:

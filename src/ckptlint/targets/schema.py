@@ -166,6 +166,7 @@ class SharedExpertsFusion(Strict):
     shared_count: int | None = 1
     shared_module: str = "mlp.shared_experts"
     off_methods: list[str] = Field(default_factory=list)
+    platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
     # Methods whose can_fuse_shared_expert() the model consults (semantics in ckptlint.simulate).
     quant_gate: list[str] = Field(default_factory=list)
     runner_off: list[RunnerOff] = Field(default_factory=list)
