@@ -48,3 +48,43 @@ def test_glm4_moe_fusion_by_release_and_gpu(tmp_path):
     on, why = fusion(rep, "sglang==0.5.23")
     assert not on and "flashinfer_trtllm" in why
     assert fusion(run(path, "sglang==0.5.23", gpu="h100"), "sglang==0.5.23")[0]
+
+
+def _quark_main_shared_experts_mxfp4(dims, shared_entry=None):
+    """Quark MXFP4 with the main layers' shared experts MXFP4 like the routed experts; the BF16 MTP
+    layer excluded per module (its shared-expert entries included), as Quark exports it."""
+    from ckptlint.testing.models import Layout, Spec, moe_modules, quark_mxfp4_config, unquantized_linear_names
+    mods = moe_modules(dims)
+    mtp = {dims.num_hidden_layers + i for i in range(dims.num_nextn_predict_layers)}
+    layout = Layout(lambda m: "mxfp4" if m.category in ("expert", "shared_expert") and m.layer not in mtp
+                    and (shared_entry is None or m.category == "expert") else None)
+    names = unquantized_linear_names(mods, layout)
+    if shared_entry is not None:  # the shared experts BF16, excluded by one entry instead of by name
+        names = [n for n in names if ".shared_experts." not in n or any(f"layers.{L}." in n for L in mtp)]
+        names.append(shared_entry)
+    cfg = dims.config()
+    cfg["quantization_config"] = quark_mxfp4_config(names)
+    return Spec(cfg, layout.tensors(mods))
+
+
+def test_quark_gate_counts_nextn_entries_until_0_5_20(tmp_path):
+    # Quark's can_fuse_shared_expert tests exclude-entry text; 0.5.18 exempts only `mtp.*` entries,
+    # so the NextN layer's `model.layers.N.mlp.shared_experts.*` entries veto fusion for the main
+    # model; 0.5.20 exempts the NextN layers too (_is_draft_layer).
+    dims = deepseek_dims(num_hidden_layers=4, n_routed_experts=256)
+    rep = run(build(tmp_path, _quark_main_shared_experts_mxfp4(dims)), "sglang==0.5.18", "sglang==0.5.20")
+    on, why = fusion(rep, "sglang==0.5.18")
+    assert not on and why.startswith("Quark can_fuse_shared_expert: exclude entry `model.layers.4.mlp.shared_experts.")
+    assert fusion(rep, "sglang==0.5.20")[0]
+    assert not [f for f in rep.findings if f.code == "QD403"]
+
+
+def test_quark_gate_misses_an_entry_that_does_not_spell_shared_expert(tmp_path):
+    # `re:` entry excluding the shared experts without the text `shared_expert`: the gate does not
+    # veto, SGLang fuses the BF16 shared experts into the MXFP4 FusedMoE (QD403).
+    dims = deepseek_dims(num_hidden_layers=4, n_routed_experts=256)
+    spec = _quark_main_shared_experts_mxfp4(dims, shared_entry=r"re:model\.layers\.[0-3]\.mlp\.shared_.*")
+    rep = run(build(tmp_path, spec), "sglang==0.5.20")
+    assert fusion(rep, "sglang==0.5.20")[0]
+    qd403 = [f for f in rep.findings if f.code == "QD403"]
+    assert qd403 and {f.consequence.value for f in qd403} == {"load-error"}

@@ -107,6 +107,7 @@ class Plan:
     draft: Draft | None = None
     exclude_key: str | None = None
     exclude_main: list[str] = field(default_factory=list)
+    exclude_entries: list[str] = field(default_factory=list)  # the skip list as the config writes it
     exclude_draft: list[str] = field(default_factory=list)
     whole_draft_excluded: str | None = None
     assumptions: list[str] = field(default_factory=list)
@@ -400,18 +401,25 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
 
 
 def _quant_gate(plan: Plan, rules: Any, method: str) -> str | None:
-    """can_fuse_shared_expert() of the quant config (sglang-loading.md §2.5): Quark refuses when a
-    shared expert is excluded or its scheme differs from the routed experts'; ModelOpt NVFP4 (0.5.21+)
-    when an `exclude_modules` entry names a shared expert."""
+    """can_fuse_shared_expert() of the quant config (sglang-loading.md §2.5). Quark refuses when an
+    exclude entry's text names a shared expert (a substring test, not a resolution of modules; the
+    draft entries of ``rules.quark_gate_exempt`` do not count) or, where ``rules.quark_gate_schemes``
+    says it finds them, when the shared and routed experts use different schemes; ModelOpt NVFP4
+    (0.5.21+) when an `exclude_modules` entry names a shared expert."""
     mark = "." + rules.shared_module + "."
     if method == "quark":
-        for rm in plan.modules.values():
-            if rm.role == "main" and mark in rm.name + "." and rm.decision is not None:
-                if not rm.decision.quantized:
-                    return f"Quark can_fuse_shared_expert: `{rm.name}` is excluded from quantization"
-                moe = plan.modules.get(rm.name.split(mark)[0] + ".mlp.experts")
-                if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
-                    return "Quark can_fuse_shared_expert: shared and routed experts use different schemes"
+        exempt = [re.compile(_fmt(p, {"mtp": layer})) for p in rules.quark_gate_exempt
+                  for layer in (plan.mtp_layers if "{mtp}" in p else [None])]
+        hit = next((e for e in plan.exclude_entries if "shared_expert" in e and "shared_expert_gate" not in e
+                    and not any(rx.search(e) for rx in exempt)), None)
+        if hit is not None:
+            return f"Quark can_fuse_shared_expert: exclude entry `{hit}` names a shared expert"
+        if rules.quark_gate_schemes:
+            for rm in plan.modules.values():
+                if rm.role == "main" and mark in rm.name + "." and rm.decision is not None and rm.decision.quantized:
+                    moe = plan.modules.get(rm.name.split(mark)[0] + ".mlp.experts")
+                    if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
+                        return "Quark can_fuse_shared_expert: shared and routed experts use different schemes"
         return None
     if method == "modelopt_fp4":
         hit = next((e for e in plan.exclude_main if "shared_expert" in e and "shared_expert_gate" not in e), None)
@@ -642,6 +650,7 @@ def _exclude_lists(plan: Plan) -> None:
     keys = method.exclude_keys_hf_quant_config if quant.source_file == "hf_quant_config.json" and \
         method.exclude_keys_hf_quant_config else method.exclude_keys
     plan.exclude_key, entries = quant.exclude_list(keys)
+    plan.exclude_entries = list(entries)
 
     def variants(items: list[str]) -> list[str]:
         if not method.model_prefix_variants:

@@ -169,6 +169,11 @@ class SharedExpertsFusion(Strict):
     platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
     # Methods whose can_fuse_shared_expert() the model consults (semantics in ckptlint.simulate).
     quant_gate: list[str] = Field(default_factory=list)
+    # Quark's can_fuse_shared_expert: exclude entries it does not count as naming a shared expert
+    # (draft entries; regexes, {mtp} is each MTP layer), and whether it also compares the shared and
+    # routed experts' schemes for this model's module names.
+    quark_gate_exempt: list[str] = Field(default_factory=list)
+    quark_gate_schemes: bool = False
     runner_off: list[RunnerOff] = Field(default_factory=list)
 
 
