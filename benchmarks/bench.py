@@ -125,8 +125,11 @@ def run_measured(cmd: list[str], *, capture: bool = False, env: dict[str, str] |
     if tree and sys.platform.startswith("linux"):
         import threading
 
+        stop = threading.Event()
+
         def sample() -> None:
-            while p.poll() is None:
+            # (never p.poll(): that would reap the process before wait4 below reads its usage)
+            while not stop.is_set():
                 peak[0] = max(peak[0], _tree_rss_kib(p.pid))
                 time.sleep(0.002)
 
@@ -136,6 +139,9 @@ def run_measured(cmd: list[str], *, capture: bool = False, env: dict[str, str] |
     err = p.stderr.read()  # type: ignore[union-attr]
     os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
     wall = time.perf_counter() - t0
+    if sampler is not None:
+        stop.set()
+        sampler.join()
     io: dict[str, int] = {}
     try:
         with open(f"/proc/{p.pid}/io") as fh:
@@ -149,8 +155,6 @@ def run_measured(cmd: list[str], *, capture: bool = False, env: dict[str, str] |
     for s in (p.stdout, p.stderr):
         if s is not None:
             s.close()
-    if sampler is not None:
-        sampler.join()
     return {"wall_s": wall, "rc": p.returncode, "max_rss_kib": ru.ru_maxrss, "tree_max_rss_kib": peak[0] or None,
             "rchar": io.get("rchar"),
             "read_bytes": io.get("read_bytes"), "user_s": ru.ru_utime, "sys_s": ru.ru_stime,
