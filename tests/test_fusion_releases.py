@@ -88,3 +88,13 @@ def test_quark_gate_misses_an_entry_that_does_not_spell_shared_expert(tmp_path):
     assert fusion(rep, "sglang==0.5.20")[0]
     qd403 = [f for f in rep.findings if f.code == "QD403"]
     assert qd403 and {f.consequence.value for f in qd403} == {"load-error"}
+
+
+def test_expert_parallelism_turns_fusion_off_per_release_and_platform(tmp_path):
+    # 0.5.5: EP > 1 turns DeepSeek fusion off on every platform; from 0.5.9 it still fuses on AMD.
+    path = build(tmp_path, modelopt_nvfp4(deepseek_dims(num_hidden_layers=4, n_routed_experts=256)))
+    rep = run(path, "sglang==0.5.9", "sglang==0.5.23", gpu="h100", ep=2, tp=2)
+    assert fusion(rep, "sglang==0.5.9") == (False, "expert parallelism (EP 2) on cuda")
+    quark = build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=4, n_routed_experts=256)), name="q")
+    rep = run(quark, "sglang==0.5.15", ep=2, tp=2)  # Quark MXFP4: MI355X (rocm) by default
+    assert fusion(rep, "sglang==0.5.15")[0]

@@ -379,8 +379,8 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
         reason = f"not for {method}"
     elif plan.platform not in rules.platforms:
         reason = f"not on {plan.platform} in this release"
-    elif deployment.ep > 1 and plan.platform != "rocm":
-        reason = "expert parallelism on a non-AMD GPU"
+    elif deployment.ep > 1 and plan.platform not in rules.ep_platforms:
+        reason = f"expert parallelism (EP {deployment.ep}) on {plan.platform}"
     else:
         for off in rules.runner_off:
             if plan.gpu_arch in off.gpu_archs and method in off.methods:

@@ -167,6 +167,8 @@ class SharedExpertsFusion(Strict):
     shared_module: str = "mlp.shared_experts"
     off_methods: list[str] = Field(default_factory=list)
     platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
+    # where it still fuses with expert parallelism (EP > 1); elsewhere EP > 1 turns it off
+    ep_platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["rocm"])
     # Methods whose can_fuse_shared_expert() the model consults (semantics in ckptlint.simulate).
     quant_gate: list[str] = Field(default_factory=list)
     # Quark's can_fuse_shared_expert: exclude entries it does not count as naming a shared expert
