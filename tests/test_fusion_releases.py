@@ -98,3 +98,45 @@ def test_expert_parallelism_turns_fusion_off_per_release_and_platform(tmp_path):
     quark = build(tmp_path, glm5_quark_mxfp4(deepseek_dims(num_hidden_layers=4, n_routed_experts=256)), name="q")
     rep = run(quark, "sglang==0.5.15", ep=2, tp=2)  # Quark MXFP4: MI355X (rocm) by default
     assert fusion(rep, "sglang==0.5.15")[0]
+
+
+def _qwen3_next_nvfp4_bf16_shared_expert(shared_size=None):
+    """Qwen3-Next-style ModelOpt NVFP4 (routed experts NVFP4) with a BF16 shared expert per layer,
+    excluded as `*shared_expert*` in hf_quant_config.json."""
+    from ckptlint.testing.models import qwen_mtp_spec
+    spec = qwen_mtp_spec("Qwen3NextForCausalLM", with_mtp=False)
+    cfg = spec.config
+    H, I = cfg["hidden_size"], cfg["moe_intermediate_size"]
+    cfg["shared_expert_intermediate_size"] = I if shared_size is None else shared_size
+    S = cfg["shared_expert_intermediate_size"]
+    for L in range(cfg["num_hidden_layers"]):
+        p = f"model.layers.{L}.mlp"
+        spec.tensors += [(f"{p}.shared_expert.gate_proj.weight", "BF16", (S, H)),
+                         (f"{p}.shared_expert.up_proj.weight", "BF16", (S, H)),
+                         (f"{p}.shared_expert.down_proj.weight", "BF16", (H, S)),
+                         (f"{p}.shared_expert_gate.weight", "BF16", (1, H))]
+    spec.hf_quant_config["quantization"]["exclude_modules"] += ["*shared_expert*"]
+    return spec
+
+
+def test_qwen3_next_shared_expert_fusion_from_0_5_15(tmp_path):
+    # Fused on Hopper with the default runner from 0.5.15 (not found in 0.5.12): the BF16 shared
+    # expert lands in the NVFP4 FusedMoE (QD403) until ModelOpt's can_fuse_shared_expert (0.5.21)
+    # refuses because an exclude entry names the shared expert; on B200 the flashinfer_trtllm runner
+    # turns fusion off.
+    path = build(tmp_path, _qwen3_next_nvfp4_bf16_shared_expert())
+    rep = run(path, "sglang==0.5.12", "sglang==0.5.20", "sglang==0.5.21", gpu="h100")
+    assert fusion(rep, "sglang==0.5.12")[0] is False
+    assert fusion(rep, "sglang==0.5.20")[0]
+    assert {f.consequence.value for f in rep.findings if f.code == "QD403" and f.target == "sglang==0.5.20"} == {"load-error"}
+    assert fusion(rep, "sglang==0.5.21") == (
+        False, "ModelOpt can_fuse_shared_expert: exclude entry `*shared_expert*` names a shared expert")
+    assert not [f for f in rep.findings if f.code == "QD403" and f.target != "sglang==0.5.20"]
+    b200 = run(path, "sglang==0.5.20")
+    assert "flashinfer_trtllm" in fusion(b200, "sglang==0.5.20")[1]
+
+
+def test_qwen3_next_fusion_needs_equal_intermediate_sizes(tmp_path):
+    rep = run(build(tmp_path, _qwen3_next_nvfp4_bf16_shared_expert(shared_size=96)), "sglang==0.5.20", gpu="h100")
+    on, why = fusion(rep, "sglang==0.5.20")
+    assert not on and why == "shared_expert_intermediate_size=96 != moe_intermediate_size=64"

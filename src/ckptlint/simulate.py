@@ -363,7 +363,8 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
     method = plan.quant.method_key if plan.quant else "none"
     archs = config.get("architectures") or [None]
     routed = config.get(rules.routed_key)
-    shared = config.get(rules.shared_key)
+    shared = config.get(rules.shared_key, rules.shared_default)
+    unequal = len({repr(config.get(k)) for k in rules.equal_keys}) > 1
     reason = None
     if deployment.shared_experts_fusion is False:
         reason = "--disable-shared-experts-fusion"
@@ -373,6 +374,8 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
         reason = f"{rules.routed_key}={routed} is not one of {rules.routed_counts}"
     elif rules.shared_count is not None and shared != rules.shared_count:
         reason = f"{rules.shared_key}={shared} is not {rules.shared_count}"
+    elif unequal:
+        reason = " != ".join(f"{k}={config.get(k)}" for k in rules.equal_keys)
     elif str(routed) in rules.only_methods_for_count and method not in rules.only_methods_for_count[str(routed)]:
         reason = f"{routed} routed experts fuse only with {', '.join(rules.only_methods_for_count[str(routed)])}"
     elif method in rules.off_methods:

@@ -164,6 +164,8 @@ class SharedExpertsFusion(Strict):
     only_methods_for_count: dict[str, list[str]] = Field(default_factory=dict)
     shared_key: str = "n_shared_experts"
     shared_count: int | None = 1
+    shared_default: int | None = None  # the shared-expert count when config.json has no shared_key
+    equal_keys: list[str] = Field(default_factory=list)  # config values that must all be equal
     shared_module: str = "mlp.shared_experts"
     off_methods: list[str] = Field(default_factory=list)
     platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
