@@ -345,3 +345,33 @@ def test_modelopt_mixed_precision_in_hf_quant_config_refused_before_vllm_0_33(tm
         assert f.error_text == "ValueError: Unknown ModelOpt quant algo: MIXED_PRECISION"
     assert [f.code for f in rep.findings if f.target == "vllm==0.11.0"] == ["TG601"]
     assert not [f for f in rep.findings if f.target == "vllm==0.33.0" and f.code in ("TG601", "TG603")]
+
+
+def test_gptq_quantized_layers_inferred_from_dtypes_on_vllm(tmp_path):
+    # vLLM (AutoGPTQConfig.maybe_update_config): without modules_in_block_to_quantize, the modules
+    # holding a non-float tensor are the quantized ones, so a BF16 layer-0 MLP is built BF16 and loads.
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
+                    else "gptq")
+    rep = run(build(tmp_path, dense_spec(DenseDims(), layout, gptq_config())), "vllm==0.33.0", "vllm==0.30.0")
+    assert got(rep, "vllm==0.33.0") == set() and got(rep, "vllm==0.30.0") == set()
+    plan = rep.plans["vllm==0.33.0"]
+    assert plan.modules["model.layers.0.mlp.gate_up_proj"].decision.reason.startswith(
+        "not listed in modules_in_block_to_quantize (inferred from the tensor dtypes)")
+
+
+def test_gptq_modules_in_block_to_quantize(tmp_path):
+    # An explicit list (nested, as GPTQ writes it) that leaves out down_proj: vLLM builds down_proj
+    # unquantized and the stored qweight has no parameter; listing gate_proj without up_proj splits
+    # the fused gate_up_proj (ValueError in is_layer_gptq_quantized).
+    attn = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"]
+    spec = dense_spec(DenseDims(), all_linears("gptq"),
+                      gptq_config(modules_in_block_to_quantize=[attn, ["mlp.gate_proj", "mlp.up_proj"]]))
+    rep = run(build(tmp_path, spec), "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.down_proj") in got(rep, "vllm==0.33.0")
+    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") not in got(rep, "vllm==0.33.0")
+    spec = dense_spec(DenseDims(), all_linears("gptq"),
+                      gptq_config(modules_in_block_to_quantize=[attn, ["mlp.gate_proj", "mlp.down_proj"]]))
+    rep = run(build(tmp_path, spec, name="split"), "vllm==0.33.0")
+    (f,) = [f for f in rep.findings if f.code == "QD402" and f.module == "model.layers.0.mlp.gate_up_proj"]
+    assert f.error_text == ("ValueError: Detected some but not all shards of model.layers.0.mlp.gate_up_proj are "
+                            "quantized. All shards of fused layers to have the same precision.")

@@ -108,6 +108,8 @@ class Plan:
     exclude_key: str | None = None
     exclude_main: list[str] = field(default_factory=list)
     exclude_entries: list[str] = field(default_factory=list)  # the skip list as the config writes it
+    include: list[str] | None = None  # MethodRules.include_key's list (None: every layer is quantized)
+    include_inferred: bool = False
     exclude_draft: list[str] = field(default_factory=list)
     whole_draft_excluded: str | None = None
     assumptions: list[str] = field(default_factory=list)
@@ -647,6 +649,27 @@ def present_layers(ckpt: Checkpoint, prefix: str) -> set[int]:
     return out
 
 
+_FLOAT_STORAGE = frozenset({"F16", "BF16", "F32"})
+
+
+def _include_list(plan: Plan, quant: QuantConfig, method: MethodRules) -> tuple[list[str] | None, bool]:
+    """The list of quantized modules (MethodRules.include_key), flattened; when it is empty or absent
+    and the method infers it: every checkpoint module holding a tensor that is not F16/BF16/F32.
+    None: no list, every layer is quantized (an empty inferred list means the same)."""
+    raw = quant.raw.get(method.include_key) if method.include_key else None
+    items: list[str] = []
+    if isinstance(raw, list):
+        for v in raw:
+            items += [x for x in v if isinstance(x, str)] if isinstance(v, list) else [v] if isinstance(v, str) else []
+    if items:
+        return items, False
+    if not method.infer_include_from_dtypes:
+        return None, False
+    inferred = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
+                       if any(dt not in _FLOAT_STORAGE for _, dt, _ in s.stored.sig)})
+    return (inferred or None), True
+
+
 def _exclude_lists(plan: Plan) -> None:
     quant, method, arch = plan.quant, plan.method, plan.arch
     assert quant and method and arch
@@ -673,6 +696,8 @@ def _exclude_lists(plan: Plan) -> None:
         main = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
                        if s.stored.quantized is False})
     plan.exclude_main = variants(main)
+    if method.include_key:
+        plan.include, plan.include_inferred = _include_list(plan, quant, method)
     draft = plan.draft
     if draft is None:
         return
@@ -744,6 +769,20 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
                         error_consequence=err.consequence if err else "load-error", conflict=True)
     if entry is not None:
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
+    if plan.include is not None and rm.kind in method.include_kinds:
+        where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
+                 else method.include_key)
+        names = [rm.name.replace(rm.name.rpartition(".")[2], s) for s in packed[rm.name.rpartition(".")[2]]] \
+            if rm.name.rpartition(".")[2] in packed else [rm.name]
+        ins = [any(e in n for e in plan.include) for n in names]
+        if len(set(ins)) > 1:
+            err = method.mixed_shards
+            text = (err.error or "").format(module=rm.name, shards=repr(names)) if err else None
+            return Decision(False, "fused shards disagree: " + ", ".join(
+                f"{n} ({'quantized' if i else 'not listed'})" for n, i in zip(names, ins)) + f" in {where}",
+                error=text or None, error_consequence=err.consequence if err else "load-error", conflict=True)
+        if not ins[0]:
+            return Decision(False, f"not listed in {where}: built unquantized")
     last = rm.name.rpartition(".")[2]
     shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)

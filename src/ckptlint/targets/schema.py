@@ -86,6 +86,13 @@ class MethodRules(Strict):
     expert0_model_names: bool = False
     # vLLM AWQ: an empty skip list is inferred from the safetensors dtypes (all-float modules).
     infer_skip_from_dtypes: bool = False
+    # A list of the quantized modules instead: config key (entries are substrings of the layer
+    # prefix; nested lists flattened; a fused layer's shards must agree), and whether an empty or
+    # absent list is inferred from the tensor dtypes (modules holding a tensor that is not
+    # F16/BF16/F32). Applies to the module kinds listed.
+    include_key: str | None = None
+    infer_include_from_dtypes: bool = False
+    include_kinds: list[ModuleKind] = Field(default_factory=lambda: ["linear", "lm_head"])
 
 
 class Stacked(Strict):
