@@ -769,11 +769,11 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
                         error_consequence=err.consequence if err else "load-error", conflict=True)
     if entry is not None:
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
+    last = rm.name.rpartition(".")[2]
     if plan.include is not None and rm.kind in method.include_kinds:
         where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
                  else method.include_key)
-        names = [rm.name.replace(rm.name.rpartition(".")[2], s) for s in packed[rm.name.rpartition(".")[2]]] \
-            if rm.name.rpartition(".")[2] in packed else [rm.name]
+        names = [rm.name.replace(last, s) for s in packed[last]] if last in packed else [rm.name]
         ins = [any(e in n for e in plan.include) for n in names]
         if len(set(ins)) > 1:
             err = method.mixed_shards
@@ -783,7 +783,6 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
                 error=text or None, error_consequence=err.consequence if err else "load-error", conflict=True)
         if not ins[0]:
             return Decision(False, f"not listed in {where}: built unquantized")
-    last = rm.name.rpartition(".")[2]
     shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)
     if scheme is None:
