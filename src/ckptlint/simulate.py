@@ -415,7 +415,7 @@ def _quant_gate(plan: Plan, rules: Any, method: str) -> str | None:
     if method == "quark":
         exempt = [re.compile(_fmt(p, {"mtp": layer})) for p in rules.quark_gate_exempt
                   for layer in (plan.mtp_layers if "{mtp}" in p else [None])]
-        hit = next((e for e in plan.exclude_entries if "shared_expert" in e and "shared_expert_gate" not in e
+        hit = next((e for e in plan.exclude_entries if _names_shared_expert(e, rules)
                     and not any(rx.search(e) for rx in exempt)), None)
         if hit is not None:
             return f"Quark can_fuse_shared_expert: exclude entry `{hit}` names a shared expert"
@@ -427,9 +427,13 @@ def _quant_gate(plan: Plan, rules: Any, method: str) -> str | None:
                         return "Quark can_fuse_shared_expert: shared and routed experts use different schemes"
         return None
     if method == "modelopt_fp4":
-        hit = next((e for e in plan.exclude_main if "shared_expert" in e and "shared_expert_gate" not in e), None)
+        hit = next((e for e in plan.exclude_main if _names_shared_expert(e, rules)), None)
         return f"ModelOpt can_fuse_shared_expert: exclude entry `{hit}` names a shared expert" if hit else None
     return None
+
+
+def _names_shared_expert(entry: str, rules: Any) -> bool:
+    return rules.gate_entry_word in entry and rules.gate_entry_not not in entry
 
 
 def _build_modules(ckpt: Checkpoint, plan: Plan, config: dict[str, Any]) -> None:
@@ -649,12 +653,10 @@ def present_layers(ckpt: Checkpoint, prefix: str) -> set[int]:
     return out
 
 
-_FLOAT_STORAGE = frozenset({"F16", "BF16", "F32"})
-
-
 def _include_list(plan: Plan, quant: QuantConfig, method: MethodRules) -> tuple[list[str] | None, bool]:
     """The list of quantized modules (MethodRules.include_key), flattened; when it is empty or absent
-    and the method infers it: every checkpoint module holding a tensor that is not F16/BF16/F32.
+    and the method infers it: every checkpoint module holding a tensor of another dtype than
+    ``include_float_dtypes``.
     None: no list, every layer is quantized (an empty inferred list means the same)."""
     raw = quant.raw.get(method.include_key) if method.include_key else None
     items: list[str] = []
@@ -665,8 +667,9 @@ def _include_list(plan: Plan, quant: QuantConfig, method: MethodRules) -> tuple[
         return items, False
     if not method.infer_include_from_dtypes:
         return None, False
+    floats = set(method.include_float_dtypes)
     inferred = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
-                       if any(dt not in _FLOAT_STORAGE for _, dt, _ in s.stored.sig)})
+                       if any(dt not in floats for _, dt, _ in s.stored.sig)})
     return (inferred or None), True
 
 

@@ -92,6 +92,7 @@ class MethodRules(Strict):
     # F16/BF16/F32). Applies to the module kinds listed.
     include_key: str | None = None
     infer_include_from_dtypes: bool = False
+    include_float_dtypes: list[str] = Field(default_factory=lambda: ["F16", "BF16", "F32"])  # (for the inference)
     include_kinds: list[ModuleKind] = Field(default_factory=lambda: ["linear", "lm_head"])
 
 
@@ -185,6 +186,10 @@ class SharedExpertsFusion(Strict):
     # routed experts' schemes for this model's module names.
     quark_gate_exempt: list[str] = Field(default_factory=list)
     quark_gate_schemes: bool = False
+    # the quant configs' test of an exclude entry's text: it names a shared expert if it contains
+    # gate_entry_word and not gate_entry_not
+    gate_entry_word: str = "shared_expert"
+    gate_entry_not: str = "shared_expert_gate"
     runner_off: list[RunnerOff] = Field(default_factory=list)
 
 
