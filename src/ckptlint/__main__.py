@@ -1,3 +1,3 @@
-from ckptlint.cli import main
+from ckptlint._entry import main
 
 main()
