@@ -299,15 +299,48 @@ def test_qwen3_next_mtp_draft_described_from_sglang_0_5_9(tmp_path):
     assert rep.plans["sglang==0.5.5"].generic and not rep.plans["sglang==0.5.9"].generic
 
 
-def test_qwen3_5_mtp_draft_described_from_sglang_0_5_21(tmp_path):
-    # _mtp_quant_config's Quark rule (only an mtp.* entry naming mlp.experts) and the copied
-    # packed_modules_mapping arrive in 0.5.21; 0.5.12-0.5.20 forced the draft unquantized for any
-    # mtp.* entry, which is not described: those releases fall back to the generic rules.
+def test_qwen3_5_mtp_draft_rules_by_sglang_release(tmp_path):
+    # _mtp_quant_config, read release by release: 0.5.17-0.5.20 build the Quark draft unquantized
+    # for any `mtp.*` exclude entry, so MXFP4 MTP experts land in BF16 slots; from 0.5.21 only an
+    # `mtp.*` entry naming mlp.experts does, and the MXFP4 draft loads. Before 0.5.17 the
+    # Qwen3_5MoeForCausalLM class is not registered (generic rules).
     from ckptlint.testing.models import qwen_mtp_spec
     rep = run(build(tmp_path, qwen_mtp_spec("Qwen3_5MoeForCausalLM", method="quark", mtp_quantized=True)),
-              "sglang==0.5.21", "sglang==0.5.20")
+              "sglang==0.5.21", "sglang==0.5.20", "sglang==0.5.17", "sglang==0.5.16")
     assert rep.plans["sglang==0.5.21"].modules["mtp.layers.0.mlp.experts"].decision.quantized
-    assert rep.plans["sglang==0.5.20"].generic  # (TG604: the generic rules, no Qwen3.5 draft)
+    for t in ("sglang==0.5.20", "sglang==0.5.17"):
+        d = rep.plans[t].modules["mtp.layers.0.mlp.experts"].decision
+        assert not d.quantized and d.forced_draft
+        assert any(f.target == t and f.consequence.value == "load-error" and f.module == "mtp.layers.0.mlp.experts"
+                   for f in rep.findings)
+    assert not [f for f in rep.findings if f.target == "sglang==0.5.21" and f.severity.value == "error"]
+    assert rep.plans["sglang==0.5.16"].generic
+
+
+def test_qwen3_5_draft_without_packed_mapping_before_sglang_0_5_21(tmp_path):
+    # Before 0.5.21 the Qwen3.5 draft has no packed_modules_mapping: an fp8 skip list naming the MTP
+    # layer's q/k/v projections does not exclude its qkv_proj, which is built FP8 over BF16 weights.
+    from ckptlint.testing.models import Layout, Module, Spec, qwen3_moe_dims, dense_modules, DenseDims
+    d = qwen3_moe_dims(arch="Qwen3_5MoeForCausalLM", model_type="qwen3_5_moe", num_hidden_layers=2, hidden=128,
+                       moe_intermediate=128)
+    mods = dense_modules(d)
+    mtp = [Module("mtp.fc", (d.hidden, 2 * d.hidden), "mtp_proj", 99)]
+    for m in dense_modules(DenseDims(**{**d.__dict__, "num_hidden_layers": 1})):
+        if m.path.startswith("model.layers.0."):
+            mtp.append(Module("mtp." + m.path[len("model."):], m.shape, m.category, 99))
+    layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router", "norm", "mtp_proj")
+                    or (m.layer == 99 and m.category == "attn") else "fp8_block")
+    cfg = d.config()
+    cfg["mtp_num_hidden_layers"] = 1
+    excluded = [m.path for m in mods + mtp if m.category in ("router", "mtp_proj", "lm_head")
+                or (m.layer == 99 and m.category == "attn")]
+    cfg["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                                  "weight_block_size": [128, 128], "ignored_layers": excluded}
+    rep = run(build(tmp_path, Spec(cfg, layout.tensors(mods + mtp))), "sglang==0.5.20", "sglang==0.5.21")
+    assert rep.plans["sglang==0.5.20"].modules["mtp.layers.0.self_attn.qkv_proj"].decision.quantized
+    assert not rep.plans["sglang==0.5.21"].modules["mtp.layers.0.self_attn.qkv_proj"].decision.quantized
+    assert any(f.code == "QD401" and f.module == "mtp.layers.0.self_attn.qkv_proj" and f.target == "sglang==0.5.20"
+               for f in rep.findings)
 
 
 def test_qwen3_5_quark_mtp_quant_config(tmp_path):

@@ -731,6 +731,7 @@ def _decide(plan: Plan, config: dict[str, Any]) -> None:
     main_list = compile_list(method.match, plan.exclude_main)
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
     packed = {} if method.no_packed_mapping else {**arch.packed_modules_mapping, **method.packed_extra}
+    draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
         probe = _fmt(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
@@ -747,7 +748,7 @@ def _decide(plan: Plan, config: dict[str, Any]) -> None:
         if rm.role == "extra":
             continue
         rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
-                                     packed, forced)
+                                     packed if rm.role != "draft" else draft_packed, forced)
 
 
 def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: QuantConfig,

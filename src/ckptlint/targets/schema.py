@@ -145,6 +145,9 @@ class Draft(Strict):
     # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
     quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
     drop: list[str] = Field(default_factory=list)  # substrings: dropped by the draft loader
+    # False: the draft model has no packed_modules_mapping, so a skip list is tested against its fused
+    # layers' own names only (an excluded q_proj does not exclude qkv_proj)
+    packed_mapping: bool = True
     rename: list[Rename] = Field(default_factory=list)  # first match wins
     kinds: list[KindRule] = Field(default_factory=list)  # tried before the model's kinds
     quant_none_for: list[str] = Field(default_factory=list)  # methods forced unquantized
