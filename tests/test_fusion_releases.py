@@ -140,3 +140,17 @@ def test_qwen3_next_fusion_needs_equal_intermediate_sizes(tmp_path):
     rep = run(build(tmp_path, _qwen3_next_nvfp4_bf16_shared_expert(shared_size=96)), "sglang==0.5.20", gpu="h100")
     on, why = fusion(rep, "sglang==0.5.20")
     assert not on and why == "shared_expert_intermediate_size=96 != moe_intermediate_size=64"
+
+
+def test_compressed_tensors_int4_turns_deepseek_fusion_off_from_0_5_16(tmp_path):
+    # is_wint4afp8_or_wint4a16_config (0.5.16+): a compressed-tensors W4A16 (symmetric INT4) Linear
+    # scheme turns fusion off on every GPU.
+    from ckptlint.testing.models import Layout, Spec, ct_config, moe_modules
+    dims = deepseek_dims(num_hidden_layers=4, n_routed_experts=256)
+    mods = moe_modules(dims)
+    layout = Layout(lambda m: "ct_w4a16" if m.category in ("expert", "shared_expert", "dense_mlp") else None)
+    cfg = dims.config()
+    cfg["quantization_config"] = ct_config(ignore=["lm_head", "re:.*self_attn.*", "re:.*mlp.gate$"])
+    rep = run(build(tmp_path, Spec(cfg, layout.tensors(mods))), "sglang==0.5.15", "sglang==0.5.16")
+    assert fusion(rep, "sglang==0.5.15")[0]
+    assert fusion(rep, "sglang==0.5.16") == (False, "not for w4a16 Linear layers (compressed-tensors)")

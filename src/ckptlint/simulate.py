@@ -382,6 +382,8 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
         reason = f"{routed} routed experts fuse only with {', '.join(rules.only_methods_for_count[str(routed)])}"
     elif method in rules.off_methods:
         reason = f"not for {method}"
+    elif (hit := _off_scheme(plan, rules)) is not None:
+        reason = f"not for {hit} Linear layers ({method})"
     elif plan.platform not in rules.platforms:
         reason = f"not on {plan.platform} in this release"
     elif deployment.ep > 1 and plan.platform not in rules.ep_platforms:
@@ -403,6 +405,19 @@ def _shared_experts_fusion(plan: Plan, config: dict[str, Any], deployment: Deplo
             moe = rm.name.split(mark)[0] + ".mlp.experts"
             if moe in plan.modules:
                 rm.fused_into = moe
+
+
+def _off_scheme(plan: Plan, rules: Any) -> str | None:
+    """The name of the quant config's Linear scheme if it is one of ``rules.off_schemes``."""
+    if not rules.off_schemes or plan.quant is None:
+        return None
+    s = plan.quant.scheme_for("", "linear", "Linear")
+    if s is None:
+        return None
+    for o in rules.off_schemes:
+        if o.name == s.name and (o.symmetric is None or o.symmetric == bool(s.symmetric)):
+            return s.name
+    return None
 
 
 def _quant_gate(plan: Plan, rules: Any, method: str) -> str | None:

@@ -166,6 +166,13 @@ class RunnerOff(Strict):
     reason: str
 
 
+class SchemeMatch(Strict):
+    """A quantization scheme (ckptlint.quant.schemes names: w4a16, nvfp4, fp8_block, ...)."""
+
+    name: str
+    symmetric: bool | None = None  # None: either
+
+
 class SharedExpertsFusion(Strict):
     """SGLang loads the shared expert as routed expert number `n_routed_experts` of the same FusedMoE."""
 
@@ -179,6 +186,7 @@ class SharedExpertsFusion(Strict):
     equal_keys: list[str] = Field(default_factory=list)  # config values that must all be equal
     shared_module: str = "mlp.shared_experts"
     off_methods: list[str] = Field(default_factory=list)
+    off_schemes: list[SchemeMatch] = Field(default_factory=list)  # the Linear layers' scheme turns it off
     platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
     # where it still fuses with expert parallelism (EP > 1); elsewhere EP > 1 turns it off
     ep_platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["rocm"])
