@@ -375,3 +375,24 @@ def test_gptq_modules_in_block_to_quantize(tmp_path):
     (f,) = [f for f in rep.findings if f.code == "QD402" and f.module == "model.layers.0.mlp.gate_up_proj"]
     assert f.error_text == ("ValueError: Detected some but not all shards of model.layers.0.mlp.gate_up_proj are "
                             "quantized. All shards of fused layers to have the same precision.")
+
+
+def test_gptq_act_order_refused_by_vllm_from_0_30(tmp_path):
+    # AutoGPTQConfig (normalize_and_validate_gptq_desc_act, 0.30+): desc_act=True with groups fails at
+    # start-up; with one group per channel (group_size -1) it is a no-op; a `dynamic` `+:` rule that
+    # turns it on fails too. 0.24-0.28 still support act-order (not simulated there); SGLang loads it.
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(desc_act=True))
+    rep = run(build(tmp_path, spec), "vllm==0.33.0", "vllm==0.30.0", "vllm==0.28.0", "sglang==0.5.23")
+    for t in ("vllm==0.33.0", "vllm==0.30.0"):
+        (f,) = [f for f in rep.findings if f.target == t]
+        assert f.code == "TG601" and f.consequence.value == "load-error"
+        assert f.error_text == ("ValueError: GPTQ group activation ordering (desc_act=True) is no longer supported. "
+                                "Use a checkpoint with static activation ordering or desc_act=False.")
+    assert not [f for f in rep.findings if f.target in ("vllm==0.28.0", "sglang==0.5.23") and f.code == "TG601"]
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), gptq_config(desc_act=True, group_size=-1)),
+                    name="perchannel"), "vllm==0.33.0")
+    assert not [f for f in rep.findings if f.code == "TG601"]
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"+:model.layers.1.*": {"desc_act": True}}))
+    rep = run(build(tmp_path, spec, name="dyn"), "vllm==0.33.0")
+    (f,) = [f for f in rep.findings if f.code == "TG601"]
+    assert "enabled by dynamic rule '+:model.layers.1.*'" in f.error_text

@@ -254,6 +254,28 @@ def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str 
 MAX_LISTED_MTP_LAYERS = 64
 
 
+def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
+    """(what, error) of the first MethodRules.refusals entry the quant config meets, or None."""
+    raw = quant.raw if isinstance(quant.raw, dict) else {}
+
+    def meets(cfg: dict[str, Any], r: Any) -> bool:
+        def val(k: str) -> Any:
+            return cfg.get(k, r.defaults.get(k))
+        return all(val(k) == v for k, v in r.all.items()) and not any(val(k) == v for k, v in r.none.items())
+
+    for r in method.refusals:
+        if meets(raw, r):
+            return ", ".join(f"{k}={v!r}" for k, v in r.all.items()), r.error
+        dyn = raw.get("dynamic") if r.dynamic else None
+        if isinstance(dyn, dict):
+            for pattern, over in dyn.items():
+                if isinstance(pattern, str) and not pattern.startswith("-:") and isinstance(over, dict) \
+                        and meets({**raw, **over}, r):
+                    return (f"`dynamic` rule {pattern!r} sets " + ", ".join(f"{k}={v!r}" for k, v in r.all.items()),
+                            (r.error_dynamic or r.error).replace("{pattern}", repr(pattern)))
+    return None
+
+
 def too_many_mtp_layers(plan: Plan) -> bool:
     """The draft loader refuses the declared number of MTP layers (Draft.too_many_layers)."""
     d = plan.draft
@@ -279,6 +301,12 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     if quant is not None and method is not None and not method.supported:
         plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
             f": {method.note}" if method.note else "")
+        return plan
+    refused = _refusal(quant, method) if quant is not None and method is not None else None
+    if refused is not None:
+        plan.unsupported, plan.unsupported_error = (
+            f"{target.resolved} refuses this {what} config at start-up, before any weight is loaded: {refused[0]}",
+            refused[1])
         return plan
     if quant is not None and method is not None and quant.source_file in method.rejected_in:
         plan.unsupported_error = method.rejected_in[quant.source_file]

@@ -18,7 +18,7 @@ ckptlint.matching:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,6 +46,19 @@ class Outcome(Strict):
     note: str | None = None
 
 
+class ConfigRefusal(Strict):
+    """The framework refuses the quant config at start-up when every key of ``all`` has that value
+    (absent keys take ``defaults``) and no key of ``none`` does; with ``dynamic`` also for each
+    GPTQModel `dynamic` `+:` override (merged over the base config), with ``error_dynamic``."""
+
+    all: dict[str, Any]
+    none: dict[str, Any] = Field(default_factory=dict)
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    error: str
+    dynamic: bool = False
+    error_dynamic: str | None = None  # {pattern}: the `dynamic` key
+
+
 class MethodRules(Strict):
     """How one quant method decides, per runtime module, whether it is built quantized."""
 
@@ -54,6 +67,7 @@ class MethodRules(Strict):
     note: str | None = None  # why unsupported / not simulated
     # the method as written in one of these files fails at start-up: file -> the error printed
     rejected_in: dict[str, str] = Field(default_factory=dict)
+    refusals: list[ConfigRefusal] = Field(default_factory=list)
     # Config keys holding the skip list, tried in order (first present wins).
     exclude_keys: list[str] = Field(default_factory=list)
     # modelopt: which keys to read when the config comes from hf_quant_config.json.
