@@ -396,3 +396,17 @@ def test_gptq_act_order_refused_by_vllm_from_0_30(tmp_path):
     rep = run(build(tmp_path, spec, name="dyn"), "vllm==0.33.0")
     (f,) = [f for f in rep.findings if f.code == "TG601"]
     assert "enabled by dynamic rule '+:model.layers.1.*'" in f.error_text
+
+
+def test_gptq_bits_and_symmetry_vllm_supports(tmp_path):
+    # AutoGPTQConfig.TYPE_MAP (0.30-0.33): only (4, sym) and (8, sym); 3-bit or asymmetric GPTQ stops
+    # vLLM at start-up.
+    spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(sym=False))
+    rep = run(build(tmp_path, spec), "vllm==0.33.0", "vllm==0.30.0")
+    for t in ("vllm==0.33.0", "vllm==0.30.0"):
+        (f,) = [f for f in rep.findings if f.target == t]
+        assert f.code == "TG601" and f.error_text == "ValueError: Unsupported quantization config: bits=4, sym=False"
+    cfg = gptq_config(bits=3)
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), cfg), name="b3"), "vllm==0.33.0")
+    (f,) = [f for f in rep.findings if f.code == "TG601"]
+    assert f.error_text == "ValueError: Unsupported quantization config: bits=3, sym=True"

@@ -258,21 +258,34 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
     """(what, error) of the first MethodRules.refusals entry the quant config meets, or None."""
     raw = quant.raw if isinstance(quant.raw, dict) else {}
 
+    def is_(value: Any, want: Any) -> bool:
+        return value in want if isinstance(want, list) else value == want
+
     def meets(cfg: dict[str, Any], r: Any) -> bool:
         def val(k: str) -> Any:
             return cfg.get(k, r.defaults.get(k))
-        return all(val(k) == v for k, v in r.all.items()) and not any(val(k) == v for k, v in r.none.items())
+        return all(is_(val(k), v) for k, v in r.all.items()) and not any(is_(val(k), v) for k, v in r.none.items())
+
+    def fill(text: str, r: Any, cfg: dict[str, Any], pattern: str | None = None) -> str:
+        def one(m: re.Match[str]) -> str:
+            k = m.group(1)
+            if k == "pattern" and pattern is not None:
+                return repr(pattern)
+            return str(cfg[k]) if k in cfg else str(r.defaults[k]) if k in r.defaults else m.group(0)
+        return re.sub(r"\{(\w+)\}", one, text)
 
     for r in method.refusals:
+        keys = [*r.all, *r.none]
         if meets(raw, r):
-            return ", ".join(f"{k}={v!r}" for k, v in r.all.items()), r.error
+            return ", ".join(f"{k}={raw.get(k, r.defaults.get(k))!r}" for k in keys), fill(r.error, r, raw)
         dyn = raw.get("dynamic") if r.dynamic else None
         if isinstance(dyn, dict):
             for pattern, over in dyn.items():
+                merged = {**raw, **over} if isinstance(over, dict) else raw
                 if isinstance(pattern, str) and not pattern.startswith("-:") and isinstance(over, dict) \
-                        and meets({**raw, **over}, r):
-                    return (f"`dynamic` rule {pattern!r} sets " + ", ".join(f"{k}={v!r}" for k, v in r.all.items()),
-                            (r.error_dynamic or r.error).replace("{pattern}", repr(pattern)))
+                        and meets(merged, r):
+                    return (f"`dynamic` rule {pattern!r} sets " + ", ".join(f"{k}={merged.get(k)!r}" for k in keys),
+                            fill(r.error_dynamic or r.error, r, merged, pattern))
     return None
 
 

@@ -48,8 +48,9 @@ class Outcome(Strict):
 
 class ConfigRefusal(Strict):
     """The framework refuses the quant config at start-up when every key of ``all`` has that value
-    (absent keys take ``defaults``) and no key of ``none`` does; with ``dynamic`` also for each
-    GPTQModel `dynamic` `+:` override (merged over the base config), with ``error_dynamic``."""
+    and no key of ``none`` does (a list value: any of them; absent keys take ``defaults``); with
+    ``dynamic`` also for each GPTQModel `dynamic` `+:` override (merged over the base config), with
+    ``error_dynamic``. Errors may name config keys as {key} and the `dynamic` key as {pattern}."""
 
     all: dict[str, Any]
     none: dict[str, Any] = Field(default_factory=dict)
