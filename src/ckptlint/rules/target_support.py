@@ -10,20 +10,24 @@ class TargetUnsupported(Rule):
     """
     ## What it does
     Reports, once per target, that the selected framework release has no model class for the
-    checkpoint's architecture or does not support its quantization method at all, so no
-    per-module simulation was made.
+    checkpoint's architecture, does not support its quantization method at all, or refuses the
+    quantization config as written (target data: `refusals`, `rejected_in`), so no per-module
+    simulation was made.
 
     ## Why is this bad?
     The server refuses to start ("Model architectures [...] are not supported", "Unknown
-    quantization method"), whatever the tensors hold.
+    quantization method", "Unsupported quantization config: bits=3, sym=True"), whatever the
+    tensors hold.
 
     ## Example
     `--target vllm==0.33.0` on a checkpoint with `quant_method: "bitsandbytes"` (removed from
-    vLLM's quantization registry).
+    vLLM's quantization registry), or on a GPTQ act-order export (`desc_act: true`,
+    `group_size: 128`), which vLLM 0.30+ no longer loads.
 
     ## How to fix
     Serve the checkpoint with a framework release that supports the architecture and method, or
-    re-export it in a supported format.
+    re-export it in a supported format (for GPTQ act-order: static activation ordering or
+    `desc_act: false`).
     """
 
     code = "TG601"
