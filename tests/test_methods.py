@@ -410,3 +410,27 @@ def test_gptq_bits_and_symmetry_vllm_supports(tmp_path):
     rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), cfg), name="b3"), "vllm==0.33.0")
     (f,) = [f for f in rep.findings if f.code == "TG601"]
     assert f.error_text == "ValueError: Unsupported quantization config: bits=3, sym=True"
+
+
+def test_compressed_tensors_group_actorder_refused_by_vllm_from_0_30(tmp_path):
+    # compressed_tensors.py (0.30+): a config group whose weights use actorder "group"/"dynamic"
+    # stops vLLM at start-up; 0.28 and SGLang load it.
+    spec = dense_spec(DenseDims(), all_linears("ct_w4a16"), ct_config(weights={
+        "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128, "actorder": "group"}))
+    rep = run(build(tmp_path, spec), "vllm==0.33.0", "vllm==0.30.0", "vllm==0.28.0", "sglang==0.5.23")
+    for t in ("vllm==0.33.0", "vllm==0.30.0"):
+        (f,) = [f for f in rep.findings if f.target == t]
+        assert f.code == "TG601" and f.error_text.startswith("ValueError: Compressed-tensors group/dynamic activation ordering")
+    assert not [f for f in rep.findings if f.code == "TG601" and f.target in ("vllm==0.28.0", "sglang==0.5.23")]
+    static = dense_spec(DenseDims(), all_linears("ct_w4a16"), ct_config(weights={
+        "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128, "actorder": "static"}))
+    assert not [f for f in run(build(tmp_path, static, name="s"), "vllm==0.33.0").findings if f.code == "TG601"]
+
+
+def test_fbgemm_fp8_needs_the_deprecation_flag_on_vllm(tmp_path):
+    spec = dense_spec(DenseDims(), all_linears("fp8_block"), {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+                                                             "modules_to_not_convert": ["lm_head"]})
+    rep = run(build(tmp_path, spec), "vllm==0.33.0")
+    (f,) = [f for f in rep.findings if f.code == "TG601"]
+    assert f.error_text == ("ValueError: ('The quantization method %s is deprecated and will be removed in future "
+                            "versions of vLLM. To bypass, set `--allow-deprecated-quantization`.', 'fbgemm_fp8')")

@@ -261,10 +261,22 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
     def is_(value: Any, want: Any) -> bool:
         return value in want if isinstance(want, list) else value == want
 
+    def values(cfg: dict[str, Any], r: Any, key: str) -> list[Any]:
+        if "." not in key:
+            return [cfg.get(key, r.defaults.get(key))]
+        level: list[Any] = [cfg]
+        for part in key.split("."):
+            nxt: list[Any] = []
+            for node in level:
+                if isinstance(node, dict):
+                    nxt += list(node.values()) if part == "*" else [node[part]] if part in node else []
+            level = nxt
+        return level
+
     def meets(cfg: dict[str, Any], r: Any) -> bool:
-        def val(k: str) -> Any:
-            return cfg.get(k, r.defaults.get(k))
-        return all(is_(val(k), v) for k, v in r.all.items()) and not any(is_(val(k), v) for k, v in r.none.items())
+        def has(k: str, want: Any) -> bool:
+            return any(is_(v, want) for v in values(cfg, r, k))
+        return all(has(k, v) for k, v in r.all.items()) and not any(has(k, v) for k, v in r.none.items())
 
     def fill(text: str, r: Any, cfg: dict[str, Any], pattern: str | None = None) -> str:
         def one(m: re.Match[str]) -> str:
@@ -277,7 +289,8 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
     for r in method.refusals:
         keys = [*r.all, *r.none]
         if meets(raw, r):
-            return ", ".join(f"{k}={raw.get(k, r.defaults.get(k))!r}" for k in keys), fill(r.error, r, raw)
+            return ", ".join(f"{k}={values(raw, r, k)[0] if len(values(raw, r, k)) == 1 else values(raw, r, k)!r}"
+                             for k in keys), fill(r.error, r, raw)
         dyn = raw.get("dynamic") if r.dynamic else None
         if isinstance(dyn, dict):
             for pattern, over in dyn.items():

@@ -50,7 +50,9 @@ class ConfigRefusal(Strict):
     """The framework refuses the quant config at start-up when every key of ``all`` has that value
     and no key of ``none`` does (a list value: any of them; absent keys take ``defaults``); with
     ``dynamic`` also for each GPTQModel `dynamic` `+:` override (merged over the base config), with
-    ``error_dynamic``. Errors may name config keys as {key} and the `dynamic` key as {pattern}."""
+    ``error_dynamic``. A key may be a dotted path into nested objects, ``*`` standing for every
+    child (``config_groups.*.weights.actorder``): it has a value if any child's does. Errors may
+    name top-level config keys as {key} and the `dynamic` key as {pattern}."""
 
     all: dict[str, Any]
     none: dict[str, Any] = Field(default_factory=dict)
