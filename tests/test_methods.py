@@ -434,3 +434,18 @@ def test_fbgemm_fp8_needs_the_deprecation_flag_on_vllm(tmp_path):
     (f,) = [f for f in rep.findings if f.code == "TG601"]
     assert f.error_text == ("ValueError: ('The quantization method %s is deprecated and will be removed in future "
                             "versions of vLLM. To bypass, set `--allow-deprecated-quantization`.', 'fbgemm_fp8')")
+
+
+def test_sglang_gptq_only_through_marlin_from_0_5_20(tmp_path):
+    # 0.5.20 dropped plain `gptq` from the registry: a config the gptq_marlin override cannot take
+    # (asymmetric, 3-bit, group_size 256) fails with "Unknown quantization method: gptq"; 0.5.18 runs
+    # it with the plain GPTQ kernel.
+    for name, cfg in (("asym", gptq_config(sym=False)), ("b3", gptq_config(bits=3)), ("g256", gptq_config(group_size=256))):
+        rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), cfg), name=name),
+                  "sglang==0.5.20", "sglang==0.5.23", "sglang==0.5.18")
+        for t in ("sglang==0.5.20", "sglang==0.5.23"):
+            (f,) = [f for f in rep.findings if f.target == t and f.code == "TG601"]
+            assert f.error_text.startswith("ValueError: Unknown quantization method: gptq. Must be one of ["), name
+        assert not [f for f in rep.findings if f.target == "sglang==0.5.18" and f.code == "TG601"], name
+    rep = run(build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), gptq_config()), name="ok"), "sglang==0.5.23")
+    assert not [f for f in rep.findings if f.code == "TG601"]
