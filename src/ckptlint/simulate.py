@@ -286,18 +286,22 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
             return str(cfg[k]) if k in cfg else str(r.defaults[k]) if k in r.defaults else m.group(0)
         return re.sub(r"\{(\w+)\}", one, text)
 
+    def describe(cfg: dict[str, Any], r: Any) -> str:
+        out = []
+        for k in [*r.all, *r.none]:
+            vs = values(cfg, r, k)
+            out.append(f"{k}={vs[0] if len(vs) == 1 else vs!r}")
+        return ", ".join(out)
+
     for r in method.refusals:
-        keys = [*r.all, *r.none]
         if meets(raw, r):
-            return ", ".join(f"{k}={values(raw, r, k)[0] if len(values(raw, r, k)) == 1 else values(raw, r, k)!r}"
-                             for k in keys), fill(r.error, r, raw)
+            return describe(raw, r), fill(r.error, r, raw)
         dyn = raw.get("dynamic") if r.dynamic else None
-        if isinstance(dyn, dict):
-            for pattern, over in dyn.items():
-                merged = {**raw, **over} if isinstance(over, dict) else raw
-                if isinstance(pattern, str) and not pattern.startswith("-:") and isinstance(over, dict) \
-                        and meets(merged, r):
-                    return (f"`dynamic` rule {pattern!r} sets " + ", ".join(f"{k}={merged.get(k)!r}" for k in keys),
+        for pattern, over in (dyn.items() if isinstance(dyn, dict) else ()):
+            if isinstance(pattern, str) and not pattern.startswith("-:") and isinstance(over, dict):
+                merged = {**raw, **over}
+                if meets(merged, r):
+                    return (f"`dynamic` rule {pattern!r} sets {describe(merged, r)}",
                             fill(r.error_dynamic or r.error, r, merged, pattern))
     return None
 
@@ -835,33 +839,36 @@ def _decide_module(rm: RuntimeModule, plan: Plan, method: MethodRules, quant: Qu
         return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
     entry, how, error = _excluded(rm, method, excl, packed)
     if error:
-        err = method.moe_mixed if rm.kind == "moe" and method.moe_mixed else method.mixed_shards
-        short = [s.split(" ")[0].rpartition(".")[2] for s in error]
-        text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
-        return Decision(False, f"fused shards disagree: {', '.join(error)}", error=text or None,
-                        error_consequence=err.consequence if err else "load-error", conflict=True)
+        return _shards_disagree(rm, method, error, ", ".join(error))
     if entry is not None:
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
     last = rm.name.rpartition(".")[2]
+    shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     if plan.include is not None and rm.kind in method.include_kinds:
         where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
                  else method.include_key)
-        names = [rm.name.replace(last, s) for s in packed[last]] if last in packed else [rm.name]
+        names = shards or [rm.name]
         ins = [any(e in n for e in plan.include) for n in names]
         if len(set(ins)) > 1:
-            err = method.mixed_shards
-            text = (err.error or "").format(module=rm.name, shards=repr(names)) if err else None
-            return Decision(False, "fused shards disagree: " + ", ".join(
-                f"{n} ({'quantized' if i else 'not listed'})" for n, i in zip(names, ins)) + f" in {where}",
-                error=text or None, error_consequence=err.consequence if err else "load-error", conflict=True)
+            return _shards_disagree(rm, method, names, ", ".join(
+                f"{n} ({'quantized' if i else 'not listed'})" for n, i in zip(names, ins)) + f" in {where}")
         if not ins[0]:
             return Decision(False, f"not listed in {where}: built unquantized")
-    shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)
     if scheme is None:
         return Decision(False, "the quantization config assigns it no scheme (no target / layer entry matches)")
     return Decision(True, f"no {plan.exclude_key or 'skip-list'} entry matches under {method.match}; "
                     f"built {scheme.name}", scheme=scheme)
+
+
+def _shards_disagree(rm: RuntimeModule, method: MethodRules, shards: list[str], detail: str) -> Decision:
+    """A fused module whose shards the skip (or quantized-module) list treats differently: the
+    framework's mixed-shards error, if the data knows it."""
+    err = method.moe_mixed if rm.kind == "moe" and method.moe_mixed else method.mixed_shards
+    short = [s.split(" ")[0].rpartition(".")[2] for s in shards]
+    text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
+    return Decision(False, f"fused shards disagree: {detail}", error=text or None,
+                    error_consequence=err.consequence if err else "load-error", conflict=True)
 
 
 def _excluded(rm: RuntimeModule, method: MethodRules, excl: CompiledList,
