@@ -1,4 +1,4 @@
-"""The reader's canonical-layout scan (``header._scan_canonical``): headers laid out exactly as the
+"""The reader's canonical-layout scan (``canonical.scan_canonical``): headers laid out exactly as the
 reference writer lays them out are read without a JSON parser. It must accept exactly what the JSON
 path accepts as clean, with the same result, and decline everything else (the JSON path then reads
 and reports it)."""
@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ckptlint.checkpoint import DTYPE_BITS
-from ckptlint.reader import header as H
+from ckptlint.reader import canonical, parse
+from ckptlint.reader.header import ShardInfo, ShardRead
 from ckptlint.reader import load_checkpoint
 from ckptlint.testing.builder import write_safetensors
 
@@ -24,10 +25,10 @@ def _json_path(text: str):
     """What the reader's JSON path makes of a header: (tensors, data end, metadata) when it finds
     it clean (no finding at all), else None."""
     raw = text.encode()
-    res = H.ShardRead(info=H.ShardInfo(file="x", size=0))
+    res = ShardRead(info=ShardInfo(file="x", size=0))
     end = _data_end(text)
-    with mock.patch.object(H, "_scan_canonical", lambda text, rel: None):
-        H._parse_and_validate(raw, len(raw), 8 + len(raw) + end, "x", res)
+    with mock.patch.object(parse, "scan_canonical", lambda text, rel: None):
+        parse.parse_header(raw, len(raw), 8 + len(raw) + end, "x", res)
     if res.issues or res.fatal:
         return None
     return res.tensors, res.info.data_bytes, res.metadata
@@ -56,7 +57,7 @@ def test_canonical_header_is_read_without_json(tmp_path, monkeypatch):
     def no_json(text):
         raise AssertionError("the JSON path was taken")
 
-    monkeypatch.setattr(H, "_loads", no_json)
+    monkeypatch.setattr(parse, "_loads", no_json)
     ck = load_checkpoint(p)
     assert ck.issues == []
     assert {n: (t.dtype, t.shape) for n, t in ck.tensors.items()} == {
@@ -73,7 +74,7 @@ def test_reference_writer_layout_is_canonical(tmp_path):
     raw = p.read_bytes()
     n = struct.unpack("<Q", raw[:8])[0]
     text = raw[8:8 + n].decode()
-    got = H._scan_canonical(text, "x")
+    got = canonical.scan_canonical(text, "x")
     assert got is not None
     assert got == _json_path(text)
     assert list(got[0]) == ["a", "b.w", "z", "m"]  # file order, as the writer lays out the data
@@ -113,20 +114,20 @@ DECLINED = {
 
 
 def test_good_header_is_accepted():
-    assert H._scan_canonical(GOOD + "   ", "x") == _json_path(GOOD)
+    assert canonical.scan_canonical(GOOD + "   ", "x") == _json_path(GOOD)
 
 
 @pytest.mark.parametrize("case", sorted(DECLINED))
 def test_declined_headers_go_to_the_json_path(tmp_path, monkeypatch, case):
     text = DECLINED[case]
-    assert H._scan_canonical(text, "x") is None
+    assert canonical.scan_canonical(text, "x") is None
     # ...and the reader's verdict is the JSON path's, finding for finding.
     raw = text.encode()
     raw += b" " * (-len(raw) % 8)
     p = tmp_path / "model.safetensors"
     p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 64)
     with_scan = load_checkpoint(p)
-    monkeypatch.setattr(H, "_scan_canonical", lambda text, rel: None)
+    monkeypatch.setattr(parse, "scan_canonical", lambda text, rel: None)
     without = load_checkpoint(p)
     assert with_scan.tensors == without.tensors
     assert [(f.code, f.message) for f in with_scan.issues] == [(f.code, f.message) for f in without.issues]
@@ -166,7 +167,7 @@ def test_scan_agrees_with_the_json_path(items, meta, gap):
         obj[name] = {"dtype": dtype, "shape": shape, "data_offsets": [start, start + size]}
         pos = start + size
     text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-    got = H._scan_canonical(text, "x")
+    got = canonical.scan_canonical(text, "x")
     if got is not None:
         assert got == _json_path(text)
     names_ = [n for n, _, _ in items]

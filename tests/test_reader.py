@@ -12,10 +12,9 @@ from safetensors import safe_open
 from ckptlint.checkpoint import TensorInfo
 from ckptlint.deployment import Deployment
 from ckptlint.findings import Consequence
-from ckptlint.reader import NotACheckpoint, load_checkpoint
-from ckptlint.reader.codes import ALL_CODES
-from ckptlint.rules.base import DOC_SECTIONS, RuleContext
-from ckptlint.rules.container import CONTAINER_RULES
+from ckptlint.reader import READER_RULES, NotACheckpoint, load_checkpoint
+from ckptlint.rules import ALL_RULES
+from ckptlint.rules.base import DOC_SECTIONS, ReaderRule, RuleContext
 from ckptlint.testing import parse_listing, shard_name, write_checkpoint, write_safetensors
 
 VALID = {
@@ -200,11 +199,11 @@ def test_reading_is_fast_enough(tmp_path):
     assert elapsed < 2.0, elapsed
 
 
-def test_container_rules_cover_every_code():
-    codes = [r.code for r in CONTAINER_RULES]
+def test_reader_rules_are_registered_and_documented():
+    codes = [r.code for r in READER_RULES]
     assert len(codes) == len(set(codes))
-    assert set(codes) == set(ALL_CODES)
-    for rule in CONTAINER_RULES:
+    assert set(READER_RULES) == {r for r in ALL_RULES if issubclass(r, ReaderRule)}
+    for rule in READER_RULES:
         assert tuple(rule.doc_sections()) == DOC_SECTIONS, rule
         assert all(rule.doc_sections()[s] for s in DOC_SECTIONS), rule
         assert rule.name.replace("-", "").isalnum() and rule.name == rule.name.lower()
@@ -217,5 +216,26 @@ def test_reader_rule_surfaces_issues(tmp_path):
     root = write_checkpoint(tmp_path / "ck", config=None, tensors="a F32 [2]")
     ck = load_checkpoint(root)
     ctx = RuleContext(checkpoint=ck, deployment=Deployment())
-    found = [f for rule in CONTAINER_RULES for f in rule().check(ctx)]
+    found = [f for rule in READER_RULES for f in rule().check(ctx)]
     assert [(f.code, f.name) for f in found] == [("CF301", "config-missing")]
+
+
+def test_reader_rules_leave_the_checkpoint_findings_as_read(tmp_path):
+    """Rules only read what the reader found: surfacing a finding (and re-targeting IX204 for each
+    release) never changes the finding in ``Checkpoint.issues``."""
+    from ckptlint.targets import resolve
+
+    root = write_checkpoint(tmp_path / "ck", config=None, tensors="a F32 [2]\nb F32 [2]", shards=2)
+    (root / shard_name(2, 2)).unlink()
+    ck = load_checkpoint(root)
+    before = [f.to_json() for f in ck.issues]
+    assert {f["code"] for f in before} == {"CF301", "IX204"}
+    found = []
+    for target in (None, *resolve("sglang"), *resolve("vllm")):
+        ctx = RuleContext(checkpoint=ck, deployment=Deployment(), target=target)
+        for rule in READER_RULES:
+            if (rule.scope == "target") == (target is not None):
+                found += list(rule().check(ctx))
+    assert [f.to_json() for f in ck.issues] == before
+    retargeted = [f for f in found if f.target is not None]
+    assert retargeted and all(f.code == "IX204" and f.name == "index-missing-shard" for f in retargeted)

@@ -2,11 +2,17 @@
 
 ``load_checkpoint(path)`` never reads tensor data: per shard it reads the 8-byte length and the
 JSON header (at most ``header_len + 8`` bytes, 1 KiB for a Git LFS pointer). Problems with the
-files become findings in ``Checkpoint.issues`` (codes in :mod:`ckptlint.reader.codes`, rules
-in :mod:`ckptlint.rules.container`); only input that is not a checkpoint at all raises
+files become findings in ``Checkpoint.issues``; only input that is not a checkpoint at all raises
 :class:`NotACheckpoint` (exit 2).
+
+Each problem the reader finds belongs to a rule declared next to its detection (``READER_RULES``):
+``SF1xx`` shard files (:mod:`~ckptlint.reader.header`, :mod:`~ckptlint.reader.parse`,
+:mod:`~ckptlint.reader.entries`, :mod:`~ckptlint.reader.layout`), ``IX2xx`` the index and the set of
+files (:mod:`~ckptlint.reader.index`, :mod:`~ckptlint.reader.fileset`), ``CF30x`` config file syntax
+(:mod:`~ckptlint.reader.configs`).
 """
 
+from ckptlint.reader import configs, entries, fileset, header, index, layout, parse
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.loader import (
     CONFIG_NAME,
@@ -18,10 +24,48 @@ from ckptlint.reader.loader import (
 )
 from ckptlint.reader.source import Source
 
+READER_RULES = (
+    header.ShardTooSmall,
+    header.ShardHeaderTooLarge,
+    header.ShardHeaderBeyondFile,
+    parse.ShardHeaderNotUtf8,
+    parse.ShardHeaderInvalidJson,
+    entries.ShardUnknownDtype,
+    entries.ShardInvalidTensorEntry,
+    entries.ShardInvalidMetadata,
+    layout.ShardInvalidOffsets,
+    layout.ShardTensorSizeMismatch,
+    layout.ShardTensorSizeOverflow,
+    layout.ShardSubByteMisaligned,
+    layout.ShardTruncated,
+    layout.ShardTrailingBytes,
+    layout.ShardDuplicateKey,
+    header.GitLfsPointer,
+    header.ShardUnreadable,
+    entries.ShardSpecDeviation,
+    index.IndexInvalidJson,
+    index.IndexInvalidWeightMap,
+    index.IndexInvalidShardName,
+    fileset.IndexMissingShard,
+    fileset.IndexTensorNotInShard,
+    fileset.TensorInMultipleShards,
+    fileset.TensorNotInIndex,
+    index.IndexTotalSizeMismatch,
+    fileset.UnreferencedShard,
+    fileset.NoSafetensorsWeights,
+    index.IndexInvalidMetadata,
+    index.IndexDuplicateKey,
+    configs.ConfigMissing,
+    configs.ConfigInvalidJson,
+    configs.ConfigNotAnObject,
+    configs.ConfigDuplicateKey,
+)
+
 __all__ = [
     "CONFIG_NAME",
     "INDEX_NAME",
     "QUANT_CONFIG_NAME",
+    "READER_RULES",
     "NotACheckpoint",
     "ShardRead",
     "Source",

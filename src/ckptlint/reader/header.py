@@ -1,41 +1,147 @@
-"""Read and validate one safetensors header without touching tensor data.
+"""Read one safetensors header without touching tensor data: the framing of the file.
 
 Layout: 8-byte little-endian u64 ``N``, then ``N`` bytes of UTF-8 JSON, then the data buffer.
-Validation follows what the reference reader checks (checkpoint-formats.md §1.3), but every
-problem is reported instead of only the first one, and things the reference reader tolerates
-but the format text forbids (extra keys in an entry, values over 48 bits, a header that does not
-start with ``{``) are reported as hygiene.
+This module reads the length and the header bytes and reports what stops it there (a file too
+small, a length over the cap or past the end, a Git LFS pointer, a file that cannot be read);
+:mod:`ckptlint.reader.parse` parses and validates the header it read.
 
 Bytes read per file: at most ``8 + N`` (or 1,024 for a Git LFS pointer / tiny file).
 """
 
 from __future__ import annotations
 
-import itertools
-import json
-import math
-import operator
 import os
-import re
 import stat as stat_mod
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ckptlint.checkpoint import DTYPE_BITS, ShardInfo, TensorInfo
-from ckptlint.findings import Consequence, Finding
-from ckptlint.reader import codes as C
-from ckptlint.reader.jsonfiles import jtype
+from ckptlint.checkpoint import ShardInfo, TensorInfo
+from ckptlint.findings import Finding
+from ckptlint.reader.parse import parse_header
+from ckptlint.reader.report import (LFS_HINT, LOAD, ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE,
+                                    ST_TOO_SMALL, shard_finding)
+from ckptlint.rules.base import ReaderRule
+
+__all__ = ["ByteSource", "ShardInfo", "ShardRead", "read_header", "read_shard", "parse_lfs_pointer"]
 
 MAX_HEADER = 100_000_000
-U64_MAX = 2**64 - 1
-MAX_48 = 2**48 - 1
-SERDE_MAX_DEPTH = 127  # serde_json refuses JSON nested deeper than this (checked with 0.8.0)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 LFS_READ = 1024
-_ENTRY_KEYS = frozenset(("dtype", "shape", "data_offsets"))
-_DTYPE_LIST = ", ".join(f"`{d}`" for d in DTYPE_BITS)
-LOAD = Consequence.LOAD_ERROR
-HYGIENE = Consequence.HYGIENE
+
+
+class ShardTooSmall(ReaderRule):
+    """Shard file is shorter than the 8-byte header length field (empty or cut off).
+
+    ## What it does
+    Reports a `.safetensors` file with fewer than 8 bytes, including an empty file.
+
+    ## Why is this bad?
+    Every safetensors file starts with an 8-byte header length. safetensors refuses the file
+    with `header too small`, so the framework fails to load the checkpoint.
+
+    ## Example
+    `model-00002-of-00002.safetensors` is 0 bytes after an interrupted download.
+
+    ## How to fix
+    Download or export the file again.
+    """
+
+    code = "SF101"
+    name = "shard-too-small"
+    consequences = (LOAD,)
+
+
+class ShardHeaderTooLarge(ReaderRule):
+    """Shard's header length field claims more than 100,000,000 bytes.
+
+    ## What it does
+    Reports a shard whose first 8 bytes (little-endian u64) claim a header over safetensors'
+    100 MB cap. The claimed size is never allocated.
+
+    ## Why is this bad?
+    safetensors refuses such a file with `header too large`. This usually means the file is
+    not a safetensors file at all (an HTML error page, a pickle) or its first bytes are
+    corrupted.
+
+    ## Example
+    The first 8 bytes of a shard decode to 1,152,921,504,606,846,976.
+
+    ## How to fix
+    Check what the file actually is; download or export it again.
+    """
+
+    code = "SF102"
+    name = "shard-header-too-large"
+    consequences = (LOAD,)
+
+
+class ShardHeaderBeyondFile(ReaderRule):
+    """Shard's header length field points past the end of the file.
+
+    ## What it does
+    Reports a shard whose declared header length plus 8 is larger than the file.
+
+    ## Why is this bad?
+    safetensors refuses it with `invalid header length`; the file was cut off inside its
+    header.
+
+    ## Example
+    A 4 KiB file whose length field claims a 9,000-byte header.
+
+    ## How to fix
+    Download or export the file again.
+    """
+
+    code = "SF103"
+    name = "shard-header-beyond-file"
+    consequences = (LOAD,)
+
+
+class GitLfsPointer(ReaderRule):
+    """Shard files are Git LFS pointers: the weights were never downloaded.
+
+    ## What it does
+    Reports, once per checkpoint, every shard that is a Git LFS pointer text file (`version
+    https://git-lfs.github.com/spec/v1`, `oid`, `size`) instead of weights.
+
+    ## Why is this bad?
+    A clone without `git lfs` (or CI's `actions/checkout` without `lfs: true`) leaves
+    pointer files; safetensors refuses them (`header too large`) and nothing can be checked.
+
+    ## Example
+    `model.safetensors` is 134 bytes long and starts with `version https://git-lfs...`.
+
+    ## How to fix
+    Run `git lfs pull --include="*.safetensors"` in the clone (LFS fetches whole files,
+    although ckptlint reads only each file's first bytes), or download with `hf download
+    <repo>` / `huggingface-cli download <repo>`.
+    """
+
+    code = "SF116"
+    name = "git-lfs-pointer"
+    consequences = (LOAD,)
+
+
+class ShardUnreadable(ReaderRule):
+    """A shard path is a directory, a broken symlink or otherwise unreadable.
+
+    ## What it does
+    Reports `.safetensors` paths that cannot be read as a file: directories, broken
+    symlinks, files without read permission, I/O errors.
+
+    ## Why is this bad?
+    Frameworks open every shard; an unreadable one aborts the load.
+
+    ## Example
+    `model-00001-of-00002.safetensors -> ../../blobs/abc` where the blob was deleted.
+
+    ## How to fix
+    Restore the file (re-download it).
+    """
+
+    code = "SF117"
+    name = "shard-unreadable"
+    consequences = (LOAD,)
 
 
 @dataclass
@@ -49,30 +155,6 @@ class ShardRead:
     unreadable: str | None = None  # why the file could not be read at all
     missing: bool = False  # the source found no such file (a remote 404); the loader reports IX204
     metadata: dict[str, str] | None = None
-
-
-class _NegZero(int):
-    """``-0`` in the JSON: Python reads int 0, serde reads the float -0.0 (a type error)."""
-
-
-def _parse_int(s: str) -> int:
-    return _NegZero(0) if s == "-0" else int(s)
-
-
-def _reject_constant(s: str) -> Any:
-    raise ValueError(f"{s} is not valid JSON")
-
-
-def _jtype(v: Any) -> str:
-    return jtype(v, integers=True)
-
-
-def _short(v: Any, limit: int = 60) -> str:
-    try:
-        s = json.dumps(v, ensure_ascii=True)
-    except (TypeError, ValueError, RecursionError):
-        s = repr(v)
-    return s if len(s) <= limit else s[: limit - 3] + "..."
 
 
 def _read_exact(f: Any, n: int) -> bytes:
@@ -99,6 +181,19 @@ def parse_lfs_pointer(data: bytes) -> dict[str, Any] | None:
         elif key == "size" and value.strip().isascii() and value.strip().isdigit():
             out["size"] = int(value.strip())
     return out
+
+
+def lfs_finding(lfs: list[tuple[str, dict[str, Any]]], weight_map: dict[str, str] | None) -> Finding:
+    """One finding for every shard of the checkpoint that is a Git LFS pointer."""
+    files = [f for f, _ in lfs]
+    listed = ", ".join(files[:5]) + (f", ... ({len(files)} files)" if len(files) > 5 else "")
+    mapped = [t for t, s in (weight_map or {}).items() if s in set(files)]
+    return Finding(
+        code=GitLfsPointer.code, name=GitLfsPointer.name, consequence=LOAD, file=files[0], tensors=mapped,
+        message=f"{listed}: Git LFS pointer file(s), not weights: the weights were never downloaded "
+                "(a clone without `git lfs`, or `actions/checkout` without `lfs: true`)",
+        hint=LFS_HINT, error_text=ST_TOO_LARGE,
+        data={"files": {f: info for f, info in lfs}, "safetensors_error": "HeaderTooLarge"})
 
 
 class ByteSource(Protocol):
@@ -139,9 +234,9 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
             st = os.stat(path)
     except OSError as e:
         why = "is a broken symlink" if os.path.islink(path) else f"cannot be read ({e.strerror})"
-        return _unreadable(rel, why, C.ST_NOT_FOUND.format(path=rel))
+        return _unreadable(rel, why, ST_NOT_FOUND.format(path=rel))
     if stat_mod.S_ISDIR(st.st_mode):
-        return _unreadable(rel, "is a directory, not a file", C.ST_IS_DIR)
+        return _unreadable(rel, "is a directory, not a file", ST_IS_DIR)
     if not stat_mod.S_ISREG(st.st_mode):
         return _unreadable(rel, "is not a regular file", None)
     try:
@@ -158,644 +253,67 @@ def read_header(rel: str, src: ByteSource) -> ShardRead:
     never the data buffer. An ``OSError`` from ``src`` becomes an SF117 (unreadable) finding
     whose text is the error's ``why`` attribute when it has one.
     """
-    size = src.size
-    info = ShardInfo(file=rel, size=size)
-    res = ShardRead(info=info)
+    res = ShardRead(info=ShardInfo(file=rel, size=src.size))
     try:
         try:
-            head = src.read(0, 8)
-            if len(head) < 8:
-                res.fatal = res.refused = True
-                what = "is empty (0 bytes)" if not head else f"is only {len(head)} bytes long"
-                res.issues.append(_f(C.SF_TOO_SMALL, rel, f"{what}; a safetensors file starts with an 8-byte header length",
-                                     C.ST_TOO_SMALL, hint="re-download or re-export this file"))
-                return res
-            if head == LFS_MAGIC[:8]:
-                rest = src.read(8, LFS_READ - 8)
-                lfs = parse_lfs_pointer(head + rest)
-                if lfs is not None:
-                    res.lfs = lfs
-                    res.fatal = res.refused = True
-                    return res
-            n = int.from_bytes(head, "little")
-            if n > MAX_HEADER:
-                res.fatal = res.refused = True
-                res.issues.append(_f(C.SF_HEADER_TOO_LARGE, rel,
-                                     f"header length field claims {n:,} bytes, over the 100,000,000-byte limit "
-                                     "(not a safetensors file, or a corrupted one)", C.ST_TOO_LARGE,
-                                     data={"header_len": n}, hint="re-download or re-export this file"))
-                return res
-            if 8 + n > size:
-                res.fatal = res.refused = True
-                info.header_len = n
-                res.issues.append(_f(C.SF_HEADER_LENGTH, rel,
-                                     f"header length field claims {n:,} bytes but the file has only {size:,} bytes "
-                                     "(truncated inside the header)", C.ST_HEADER_LENGTH,
-                                     data={"header_len": n, "size": size}, hint="re-download or re-export this file"))
-                return res
-            info.header_len = n
-            raw = src.read(8, n)
+            raw = _read_framed(rel, src, res)
         finally:
-            info.bytes_read = src.bytes_read
+            res.info.bytes_read = src.bytes_read
     except OSError as e:
         why = getattr(e, "why", None) or f"cannot be read ({e.strerror or e})"
         out = _unreadable(rel, why, getattr(e, "error_text", str(e)))
         out.info.bytes_read = src.bytes_read
         return out
+    if raw is None:
+        return res
+    n = res.info.header_len
     if len(raw) < n:  # the file shrank while we read it
         res.fatal = res.refused = True
-        res.issues.append(_f(C.SF_HEADER_LENGTH, rel, f"file ended after {len(raw):,} of {n:,} header bytes",
-                             C.ST_HEADER_LENGTH))
+        res.issues.append(shard_finding(ShardHeaderBeyondFile, rel, f"file ended after {len(raw):,} of {n:,} header bytes",
+                                        ST_HEADER_LENGTH))
         return res
-    _parse_and_validate(raw, n, size, rel, res)
+    parse_header(raw, n, src.size, rel, res)
     return res
+
+
+def _read_framed(rel: str, src: ByteSource, res: ShardRead) -> bytes | None:
+    """The header bytes ``[8, 8 + N)``, or None when the framing already decided (reported in ``res``)."""
+    size = src.size
+    head = src.read(0, 8)
+    if len(head) < 8:
+        res.fatal = res.refused = True
+        what = "is empty (0 bytes)" if not head else f"is only {len(head)} bytes long"
+        res.issues.append(shard_finding(ShardTooSmall, rel, f"{what}; a safetensors file starts with an 8-byte header length",
+                                        ST_TOO_SMALL, hint="re-download or re-export this file"))
+        return None
+    if head == LFS_MAGIC[:8]:
+        rest = src.read(8, LFS_READ - 8)
+        lfs = parse_lfs_pointer(head + rest)
+        if lfs is not None:
+            res.lfs = lfs
+            res.fatal = res.refused = True
+            return None
+    n = int.from_bytes(head, "little")
+    if n > MAX_HEADER:
+        res.fatal = res.refused = True
+        res.issues.append(shard_finding(ShardHeaderTooLarge, rel,
+                                        f"header length field claims {n:,} bytes, over the 100,000,000-byte limit "
+                                        "(not a safetensors file, or a corrupted one)", ST_TOO_LARGE,
+                                        data={"header_len": n}, hint="re-download or re-export this file"))
+        return None
+    res.info.header_len = n
+    if 8 + n > size:
+        res.fatal = res.refused = True
+        res.issues.append(shard_finding(ShardHeaderBeyondFile, rel,
+                                        f"header length field claims {n:,} bytes but the file has only {size:,} bytes "
+                                        "(truncated inside the header)", ST_HEADER_LENGTH,
+                                        data={"header_len": n, "size": size}, hint="re-download or re-export this file"))
+        return None
+    return src.read(8, n)
 
 
 def _unreadable(rel: str, why: str, error_text: str | None) -> ShardRead:
     res = ShardRead(info=ShardInfo(file=rel, size=0), fatal=True, refused=True, unreadable=why)
-    res.issues.append(_f(C.SF_UNREADABLE, rel, why, error_text,
-                         hint="replace it with the real safetensors file (re-download or re-export)"))
+    res.issues.append(shard_finding(ShardUnreadable, rel, why, error_text,
+                                    hint="replace it with the real safetensors file (re-download or re-export)"))
     return res
-
-
-def _utf8_error(e: UnicodeDecodeError) -> str:
-    """Rust's ``Utf8Error`` text for the same bytes (what safetensors prints): a multi-byte
-    sequence cut off by the end of the header is "incomplete", anything else "invalid"."""
-    if e.reason == "unexpected end of data":
-        return f"incomplete utf-8 byte sequence from index {e.start}"
-    return f"invalid utf-8 sequence of {e.end - e.start} bytes from index {e.start}"
-
-
-def _f(code: str, rel: str, what: str, error_text: str | None, *, consequence: Consequence = LOAD,
-       tensors: list[str] | None = None, hint: str | None = None, data: dict[str, Any] | None = None) -> Finding:
-    d = dict(data or {})
-    if error_text and error_text.startswith(C.ST):
-        variant = "InvalidOffset" if error_text.startswith(C.ST + "invalid offset") else None
-        for k, v in C.VARIANT.items():
-            if error_text.startswith(k):
-                variant = v
-                break
-        if variant:
-            d.setdefault("safetensors_error", variant)
-    return Finding(code=code, consequence=consequence, message=f"{rel}: {what}", file=rel,
-                   tensors=list(tensors or []), hint=hint, error_text=error_text, data=d)
-
-
-def _parse_and_validate(raw: bytes, n: int, size: int, rel: str, res: ShardRead) -> None:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        res.fatal = res.refused = True
-        res.issues.append(_f(C.SF_NOT_UTF8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
-                             f"{C.ST_UTF8}: {_utf8_error(e)}",
-                             data={"position": e.start}, hint="re-export this file"))
-        return
-    if raw[:1] == b"{":
-        quick = _scan_canonical(text, rel)
-        if quick is not None and 8 + n + quick[1] == size:
-            res.tensors, res.info.data_bytes, res.metadata = quick
-            res.info.n_tensors = len(res.tensors)
-            return
-    obj, err = _loads(text)
-    if err is not None:
-        res.fatal = res.refused = True
-        res.issues.append(_f(C.SF_INVALID_JSON, rel, f"header is not valid JSON: {err}", C.ST_JSON,
-                             hint="re-export this file"))
-        return
-    if type(obj) is not dict:
-        res.fatal = res.refused = True
-        what = f"header is a JSON {_jtype(obj)}, not an object"
-        res.issues.append(_f(C.SF_INVALID_JSON, rel, what, C.ST_JSON,
-                             hint="re-export this file"))
-        return
-    if raw[:1] != b"{":
-        res.issues.append(_f(C.SF_SPEC_DEVIATION, rel,
-                             "header deviates from the safetensors format (the library tolerates it): "
-                             f"header starts with {raw[:1]!r}, not '{{' (leading whitespace)", None,
-                             consequence=HYGIENE, hint="re-export with the reference writer; older readers may be stricter"))
-    slow = "\\u" in text or "-0" in text
-    if not slow:
-        fast = _fast_validate(obj, rel)
-        if fast is not None and 8 + n + fast[1] == size and text.count(":") == fast[2]:
-            # clean header (the common case): no per-problem bookkeeping needed
-            res.tensors, res.info.data_bytes, _, res.metadata = fast
-            res.info.n_tensors = len(res.tensors)
-            return
-    v = _Validator(obj, n, size, rel)
-    v.run()
-    if not slow and text.count(":") > v.keys_total:
-        slow = True  # more key/value separators than keys we saw: maybe duplicate keys
-    if slow:
-        # Re-parse with hooks that see what Python's json hides: duplicate keys, lone
-        # surrogates, and "-0" (which serde reads as a float).
-        dups: list[tuple[Any, list[str]]] = []
-
-        def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-            d = dict(pairs)
-            if len(d) != len(pairs):
-                seen: set[str] = set()
-                names = []
-                for k, _ in pairs:
-                    if k in seen and k not in names:
-                        names.append(k)
-                    seen.add(k)
-                dups.append((d, names))
-            return d
-
-        try:
-            obj2 = json.loads(text, object_pairs_hook=hook, parse_int=_parse_int, parse_constant=_reject_constant)
-        except (ValueError, RecursionError):  # pragma: no cover - the first parse succeeded
-            obj2 = obj
-        bad = _lone_surrogate(obj2) if "\\u" in text else None
-        if bad is not None:
-            res.fatal = res.refused = True
-            res.issues.append(_f(C.SF_INVALID_JSON, rel,
-                                 f"header is not valid JSON: string {bad!r} contains an unpaired UTF-16 surrogate escape",
-                                 C.ST_JSON, hint="re-export this file"))
-            return
-        v = _Validator(obj2, n, size, rel)
-        v.dups = {id(d): (d, names) for d, names in dups}
-        v.run()
-    v.finish(res)
-
-
-_SHAPES: dict[tuple, tuple] = {}
-_DTYPES = {d: d for d in DTYPE_BITS}
-
-# The reference writer's exact layout (serde_json, compact, fields in declaration order), as one
-# regular expression per tensor entry: a string key without escapes or control characters, then
-# {"dtype":"X","shape":[d,...],"data_offsets":[b,e]} with JSON integers (no sign, no leading zero,
-# at most 15 digits), then a comma that starts the next key, or the end of the object. Captured:
-# the name, the dtype and shape text together (`F8_E4M3","shape":[7168,2048`: a few hundred
-# distinct values per checkpoint, each parsed once), and the two offsets.
-_NUM = r"(?:0|[1-9][0-9]{0,14})"
-_STR = r'[^"\\\x00-\x1f]*'
-_CANON_ENTRY = re.compile(
-    rf'"({_STR})":\{{"dtype":"([A-Z0-9_]{{1,16}}","shape":\[(?:{_NUM}(?:,{_NUM})*)?)\],'
-    rf'"data_offsets":\[({_NUM}),({_NUM})\]\}}(?:,(?=")|\Z)')
-_CANON_ENTRY_FIXED = len('"":{"dtype":"],"data_offsets":[,]}')  # characters outside the groups
-_CANON_META = re.compile(rf'\{{"__metadata__":\{{((?:"{_STR}":"{_STR}")(?:,"{_STR}":"{_STR}")*)?\}},')
-_SHAPE_SEP = '","shape":['
-# dtype-and-shape text -> (dtype, shared shape tuple, byte length), or None: not a clean layout
-_LAYOUTS: dict[str, tuple[str, tuple[int, ...], int] | None] = {}
-_FIRST, _SECOND, _NBYTES = (operator.itemgetter(i) for i in range(3))
-
-
-def _scan_canonical(text: str, rel: str) -> tuple[dict[str, TensorInfo], int, dict[str, str] | None] | None:
-    """Accept a clean header in the reference writer's exact layout without a JSON parser.
-
-    One regular-expression pass extracts every entry, and the header is accepted only if the
-    entries (after an optional ``__metadata__`` object of strings) cover the text between the outer
-    braces exactly: what is accepted is then a JSON object that ``json.loads`` reads with the same
-    keys and values. The checks of :func:`_fast_validate` follow, on whole columns at once (known
-    dtype, 48-bit values, byte lengths, offsets contiguous from 0 in file order, no duplicate
-    names), so the per-tensor work runs in C. None means "not this layout, or not clean": the
-    JSON path decides (and reports).
-    """
-    end = len(text)
-    while end and text[end - 1] == " ":  # the writer pads the header to 8 bytes with spaces
-        end -= 1
-    if end < 2 or text[end - 1] != "}":
-        return None
-    end -= 1
-    meta: dict[str, str] | None = None
-    pos = 1
-    if text.startswith('{"__metadata__":'):
-        m = _CANON_META.match(text, 0, end)
-        if m is None:
-            return None
-        body = m.group(1)
-        meta = json.loads("{" + body + "}") if body else {}
-        if body and body.count('":"') != len(meta):  # a repeated metadata key
-            return None
-        pos = m.end()
-    entries = _CANON_ENTRY.findall(text, pos, end)
-    count = len(entries)
-    if not count:
-        return None
-    # Matches never overlap and lie inside [pos, end): they cover it exactly iff their lengths
-    # (fixed characters + captured text + one comma between neighbours) add up to its length.
-    if count * _CANON_ENTRY_FIXED + sum(map(len, itertools.chain.from_iterable(entries))) + count - 1 != end - pos:
-        return None
-    names, keys, begins, ends = zip(*entries)
-    for key in set(keys).difference(_LAYOUTS):
-        _LAYOUTS[key] = _parse_layout(key)
-    layouts = list(map(_LAYOUTS.__getitem__, keys))
-    if None in layouts or begins[0] != "0" or begins[1:] != ends[:-1]:
-        return None
-    stops = list(map(int, ends))
-    starts = [0, *stops[:-1]]
-    if list(map(operator.sub, stops, starts)) != list(map(_NBYTES, layouts)) or stops[-1] > MAX_48:
-        return None
-    infos = map(tuple.__new__, itertools.repeat(TensorInfo),
-                zip(names, map(_FIRST, layouts), map(_SECOND, layouts), itertools.repeat(rel)))
-    tensors = dict(zip(names, infos))
-    if len(tensors) != count or "__metadata__" in tensors:
-        return None
-    return tensors, stops[-1], meta
-
-
-def _parse_layout(key: str) -> tuple[str, tuple[int, ...], int] | None:
-    """``F8_E4M3","shape":[7168,2048`` -> ("F8_E4M3", (7168, 2048), byte length); None for an
-    unknown dtype, a dimension over 48 bits, a size that is not whole bytes, or an empty tensor
-    of rank > 2 (the JSON path reports on those)."""
-    dt, _, sh = key.partition(_SHAPE_SEP)
-    bits = DTYPE_BITS.get(dt)
-    if bits is None:
-        return None
-    dims = tuple(int(d) for d in sh.split(",")) if sh else ()
-    numel = 1
-    for d in dims:
-        if d > MAX_48:
-            return None
-        numel *= d
-    if (numel == 0 and len(dims) > 2) or numel * bits % 8:
-        return None
-    return _DTYPES[dt], _SHAPES.setdefault(dims, dims), numel * bits // 8
-
-
-def _fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo], int, int, dict[str, str] | None] | None:
-    """Accept a header that is entirely clean, in one tight pass; None means "look closer".
-
-    Clean: every entry has exactly dtype/shape/data_offsets, a known dtype, shape and offsets
-    made of plain ints within 48 bits, whole bytes, the right byte length, and offsets
-    contiguous from 0 *in JSON order* (how the reference writer lays files out; a contiguous
-    chain in JSON order is also contiguous after sorting). Returns (tensors, data end,
-    number of JSON keys, metadata).
-    """
-    meta = obj.get("__metadata__")
-    keys = len(obj)
-    if meta is not None:
-        if type(meta) is not dict:
-            return None
-        for v in meta.values():
-            if type(v) is not str:
-                return None
-        keys += len(meta)
-    tensors: dict[str, TensorInfo] = {}
-    bits_get = DTYPE_BITS.get
-    shapes_setdefault = _SHAPES.setdefault
-    dtypes_get = _DTYPES.get
-    TI = TensorInfo
-    prev = 0
-    for name, e in obj.items():
-        if name == "__metadata__":
-            continue  # (checked above)
-        if type(e) is not dict or len(e) != 3:
-            return None
-        try:
-            dt = e["dtype"]
-            sh = e["shape"]
-            b, end = e["data_offsets"]
-            bits = bits_get(dt)
-        except (KeyError, TypeError, ValueError):
-            return None
-        if bits is None or type(b) is not int or type(end) is not int or b != prev or end < b or end > MAX_48 \
-                or type(sh) is not list:
-            return None
-        numel = 1
-        for d in sh:
-            if type(d) is not int or d < 0 or d > MAX_48:
-                return None
-            numel *= d
-        if (end - b) * 8 != numel * bits or (numel == 0 and len(sh) > 2):
-            return None
-        prev = end
-        # Share equal shape tuples and dtype strings between tensors (thousands of experts have the
-        # same shape): a million-tensor checkpoint then needs one object per distinct shape, not per tensor.
-        tsh = tuple(sh)
-        tsh = shapes_setdefault(tsh, tsh)
-        dt = dtypes_get(dt, dt)
-        tensors[name] = TI(name, dt, tsh, rel)
-    return tensors, prev, keys + 3 * len(tensors), meta
-
-
-def _loads(text: str) -> tuple[Any, str | None]:
-    try:
-        return json.loads(text, parse_constant=_reject_constant), None
-    except RecursionError:
-        return None, "nested too deeply"
-    except json.JSONDecodeError as e:
-        msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
-        return None, f"{msg} at line {e.lineno} column {e.colno}"
-    except ValueError as e:  # NaN/Infinity, integers with too many digits
-        return None, str(e).splitlines()[0]
-
-
-def _lone_surrogate(obj: Any) -> str | None:
-    stack = [obj]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, dict):
-            for k, v in x.items():
-                try:
-                    k.encode("utf-8")
-                except UnicodeEncodeError:
-                    return k.encode("utf-8", "backslashreplace").decode()
-                stack.append(v)
-        elif isinstance(x, list):
-            stack.extend(x)
-        elif isinstance(x, str):
-            try:
-                x.encode("utf-8")
-            except UnicodeEncodeError:
-                return x.encode("utf-8", "backslashreplace").decode()
-    return None
-
-
-class _Validator:
-    """One pass over the parsed header: entries, then the sorted offsets walk."""
-
-    def __init__(self, obj: dict[str, Any], n: int, size: int, rel: str) -> None:
-        self.obj = obj
-        self.n = n
-        self.size = size
-        self.rel = rel
-        self.keys_total = 0
-        self.dups: dict[int, tuple[Any, list[str]]] = {}
-        # code -> list of (tensor, problem)
-        self.problems: dict[str, list[tuple[str, str]]] = {}
-        self.recs: list[tuple[int, int, str, int]] = []  # (begin, end, name, expected bytes or -1)
-        self.tensors: dict[str, TensorInfo] = {}
-        self.metadata: dict[str, str] | None = None
-        self.overflow: list[str] = []
-        self.unplaced = 0  # entries whose data_offsets are unusable
-        self.too_deep: list[str] = []  # extra keys nested deeper than serde_json allows
-        self.sub_byte: list[tuple[str, str]] = []
-
-    def _bad(self, code: str, name: str, problem: str) -> None:
-        self.problems.setdefault(code, []).append((name, problem))
-
-    def run(self) -> None:
-        obj = self.obj
-        bits_map = DTYPE_BITS
-        entry_keys = _ENTRY_KEYS
-        recs = self.recs
-        tensors = self.tensors
-        rel = self.rel
-        keys_total = len(obj)
-        bad = self._bad
-        TI = TensorInfo
-        prod = math.prod
-        for name, e in obj.items():
-            if name == "__metadata__":
-                self._metadata(e)
-                continue
-            if type(e) is not dict:
-                bad(C.SF_BAD_ENTRY, name, f"entry is a JSON {_jtype(e)}, not an object")
-                self.unplaced += 1
-                continue
-            keys_total += len(e)
-            ok = True
-            if len(e) != 3 or e.keys() != entry_keys:
-                missing = [k for k in ("dtype", "shape", "data_offsets") if k not in e]
-                if missing:
-                    bad(C.SF_BAD_ENTRY, name, f"entry has no {', '.join(missing)}")
-                    ok = False
-                extra = [k for k in e if k not in entry_keys]
-                if extra:
-                    bad(C.SF_SPEC_DEVIATION, name, f"entry has extra key(s) {', '.join(map(repr, extra))}")
-                    for k in extra:
-                        if 2 + _depth(e[k]) > SERDE_MAX_DEPTH:
-                            self.too_deep.append(name)
-            dt = e.get("dtype")
-            bits = bits_map.get(dt) if type(dt) is str else None
-            if bits is None and "dtype" in e:
-                if type(dt) is str:
-                    bad(C.SF_UNKNOWN_DTYPE, name, dt)
-                else:
-                    bad(C.SF_BAD_ENTRY, name, f"dtype is a JSON {_jtype(dt)}, not a string")
-                ok = False
-            sh = e.get("shape")
-            if type(sh) is list:
-                for d in sh:
-                    if type(d) is not int or d < 0 or d > U64_MAX:
-                        ok = False
-                        why = " (-0 is read as a float)" if isinstance(d, _NegZero) else ""
-                        bad(C.SF_BAD_ENTRY, name, f"shape {_short(sh)} is not a list of non-negative 64-bit integers{why}")
-                        break
-                    if d > MAX_48:
-                        bad(C.SF_SPEC_DEVIATION, name, f"dimension {d} exceeds the format's 48-bit limit")
-            elif "shape" in e:
-                ok = False
-                bad(C.SF_BAD_ENTRY, name, f"shape is a JSON {_jtype(sh)}, not an array")
-            off = e.get("data_offsets")
-            if type(off) is list and len(off) == 2:
-                b, end = off
-                if type(b) is int and type(end) is int and 0 <= b <= U64_MAX and 0 <= end <= U64_MAX:
-                    if end > MAX_48:
-                        bad(C.SF_SPEC_DEVIATION, name, f"data offset {end} exceeds the format's 48-bit limit")
-                else:
-                    b = -1
-                    why = " (-0 is read as a float)" if isinstance(b, _NegZero) or isinstance(end, _NegZero) else ""
-                    bad(C.SF_BAD_ENTRY, name, f"data_offsets {_short(off)} is not two non-negative 64-bit integers{why}")
-            else:
-                b = -1
-                end = 0
-                if "data_offsets" in e:
-                    bad(C.SF_BAD_ENTRY, name, f"data_offsets {_short(off)} is not a [begin, end] pair")
-            if b < 0:
-                self.unplaced += 1
-                continue
-            if not ok:
-                recs.append((b, end, name, -1))
-                continue
-            numel = prod(sh)
-            if numel > U64_MAX or (numel == 0 and len(sh) > 2 and _mul_overflows(sh)):
-                self.overflow.append(name)
-                recs.append((b, end, name, -1))
-            else:
-                nbits = numel * bits
-                if nbits > U64_MAX:
-                    self.overflow.append(name)
-                    recs.append((b, end, name, -1))
-                elif nbits & 7:
-                    self.sub_byte.append((name, f"{dt} {sh}: {numel} elements x {bits} bits = {nbits} bits"))
-                    recs.append((b, end, name, -1))
-                else:
-                    recs.append((b, end, name, nbits >> 3))
-            tensors[name] = TI(name, dt, tuple(sh), rel)
-        self.keys_total += keys_total
-
-    def _metadata(self, m: Any) -> None:
-        if m is None:
-            return
-        if type(m) is not dict:
-            self._bad(C.SF_BAD_METADATA, "__metadata__", f"__metadata__ is a JSON {_jtype(m)}, not an object")
-            return
-        self.keys_total += len(m)
-        nonstr = [k for k, v in m.items() if type(v) is not str]
-        if nonstr:
-            k = nonstr[0]
-            self._bad(C.SF_BAD_METADATA, "__metadata__",
-                      f"__metadata__ value for {k!r} is a JSON {_jtype(m[k])}, not a string"
-                      + (f" (and {len(nonstr) - 1} more)" if len(nonstr) > 1 else ""))
-        else:
-            self.metadata = m
-
-    def finish(self, res: ShardRead) -> None:
-        rel = self.rel
-        info = res.info
-        out = res.issues
-        problems = self.problems
-        # duplicate keys (slow path only)
-        top_dups: list[str] = []
-        meta_dups: list[str] = []
-        for d, names in self.dups.values():
-            if d is self.obj:
-                for k in names:
-                    if k == "__metadata__":
-                        self._bad(C.SF_BAD_METADATA, "__metadata__", "__metadata__ appears twice")
-                    else:
-                        top_dups.append(k)
-            elif d is self.obj.get("__metadata__"):
-                meta_dups.extend(names)
-            else:
-                for name, e in self.obj.items():
-                    if e is d:
-                        self._bad(C.SF_BAD_ENTRY, name, f"entry has duplicate field(s) {', '.join(names)}")
-                        break
-        # offsets walk
-        recs = self.recs
-        recs.sort()
-        prev = 0
-        data_bytes = 0
-        first = True
-        for b, end, name, expected in recs:
-            if end < b:
-                self._bad(C.SF_BAD_OFFSETS, name, f"data_offsets [{b}, {end}] end before they begin")
-            elif b != prev:
-                if first:
-                    what = f"first tensor starts at byte {b} of the data buffer, not 0"
-                elif b > prev:
-                    what = f"gap of {b - prev} bytes before it (begins at {b}, previous tensor ends at {prev})"
-                else:
-                    what = f"overlaps the previous tensor (begins at {b}, previous tensor ends at {prev})"
-                self._bad(C.SF_BAD_OFFSETS, name, what)
-            first = False
-            if end >= b:
-                data_bytes += end - b
-                if expected >= 0 and end - b != expected:
-                    self._bad(C.SF_SIZE_MISMATCH, name,
-                              f"data_offsets span {end - b} bytes but dtype and shape need {expected}")
-            if end > prev:
-                prev = end
-        if self.too_deep:
-            out.append(_f(C.SF_INVALID_JSON, rel,
-                          f"header is not valid JSON for safetensors: an extra key in tensor {self.too_deep[0]!r} is "
-                          f"nested more than {SERDE_MAX_DEPTH} levels deep (serde_json's recursion limit)",
-                          C.ST_JSON, tensors=self.too_deep, hint="re-export this file"))
-        for name in self.overflow:
-            self._bad(C.SF_SIZE_OVERFLOW, name, "element count x dtype bits overflows 64 bits")
-        for name, why in self.sub_byte:
-            self._bad(C.SF_SUB_BYTE, name, f"{why}, not a whole number of bytes")
-        info.data_bytes = data_bytes
-        info.n_tensors = len(self.tensors)
-        res.tensors = self.tensors
-        res.metadata = self.metadata
-        layout_bad = any(c in problems for c in (C.SF_BAD_OFFSETS, C.SF_SIZE_MISMATCH, C.SF_SIZE_OVERFLOW, C.SF_SUB_BYTE))
-        # coverage of the file by the data buffer
-        file_end = 8 + self.n + prev
-        if file_end > self.size:
-            beyond = [name for b, end, name, _ in recs if 8 + self.n + end > self.size]
-            missing = file_end - self.size
-            out.append(_f(C.SF_TRUNCATED, rel,
-                          f"file is truncated: the header places tensor data up to byte {file_end:,} but the file has "
-                          f"{self.size:,} bytes ({missing:,} bytes missing, {len(beyond)} tensor(s) affected)",
-                          C.ST_INCOMPLETE, tensors=beyond,
-                          data={"expected_size": file_end, "size": self.size, "missing_bytes": missing},
-                          hint="the download or export was interrupted: fetch this file again"))
-            layout_bad = True
-        elif file_end < self.size and not self.unplaced:
-            extra = self.size - file_end
-            out.append(_f(C.SF_TRAILING, rel,
-                          f"{extra:,} trailing bytes after the last tensor's data (file has {self.size:,} bytes, "
-                          f"the header accounts for {file_end:,})", C.ST_INCOMPLETE,
-                          data={"expected_size": file_end, "size": self.size, "trailing_bytes": extra},
-                          hint="re-export the file; safetensors refuses data it cannot account for"))
-            layout_bad = True
-        for code, items in sorted(problems.items()):
-            out.append(self._grouped(code, items))
-        if top_dups:
-            cons = LOAD if layout_bad else HYGIENE
-            effect = ("safetensors keeps the later entry, and the layout left is invalid (see the other findings)"
-                      if layout_bad else "safetensors silently keeps the later entry")
-            out.append(_f(C.SF_DUPLICATE_KEY, rel,
-                          f"header defines tensor {top_dups[0]!r}"
-                          + (f" and {len(top_dups) - 1} more" if len(top_dups) > 1 else "")
-                          + f" more than once; {effect}",
-                          C.ST_INCOMPLETE if layout_bad else None, consequence=cons, tensors=top_dups,
-                          hint="re-export the file so every tensor name appears once"))
-        if meta_dups:
-            out.append(_f(C.SF_DUPLICATE_KEY, rel,
-                          f"__metadata__ defines key {meta_dups[0]!r} more than once; the later value is kept",
-                          None, consequence=HYGIENE, data={"metadata_keys": meta_dups}))
-        res.refused = any(f.consequence is LOAD for f in out)
-
-    def _grouped(self, code: str, items: list[tuple[str, str]]) -> Finding:
-        rel = self.rel
-        name, problem = items[0]
-        more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-        subject = "" if name == "__metadata__" else f"tensor {name!r}: "
-        tensors = [t for t, _ in items if t != "__metadata__"]
-        data = {"problems": [{"tensor": t, "problem": p} for t, p in items[:50]], "count": len(items)}
-        cons = LOAD
-        hint = "re-export this file with a current safetensors writer"
-        if code == C.SF_UNKNOWN_DTYPE:
-            err = f"{C.ST_JSON}: unknown variant `{problem}`, expected one of {_DTYPE_LIST}"
-            what = f"{subject}unknown dtype {problem!r}, not a safetensors dtype code"
-            data["problems"] = [{"tensor": t, "problem": f"unknown dtype {p!r}"} for t, p in items[:50]]
-            hint = "write a dtype code safetensors knows (F8_E4M3, not F8_E4M3FN; upper case)"
-        elif code == C.SF_BAD_ENTRY:
-            err = C.ST_JSON
-            what = f"invalid tensor entry: {subject}{problem}"
-        elif code == C.SF_BAD_METADATA:
-            err = C.ST_JSON
-            what = f"invalid header metadata: {problem}"
-            hint = "__metadata__ must map strings to strings (e.g. {\"format\": \"pt\"})"
-        elif code == C.SF_BAD_OFFSETS:
-            err = C.ST_OFFSET.format(name=name)
-            what = f"invalid data_offsets: {subject}{problem}"
-        elif code == C.SF_SIZE_MISMATCH:
-            err = C.ST_INFO
-            what = f"tensor size does not match dtype and shape: {subject}{problem}"
-        elif code == C.SF_SIZE_OVERFLOW:
-            err = C.ST_OVERFLOW
-            what = f"tensor size overflows: {subject}{problem}"
-        elif code == C.SF_SUB_BYTE:
-            err = C.ST_MISALIGNED
-            what = f"sub-byte tensor does not fill whole bytes: {subject}{problem}"
-        elif code == C.SF_SPEC_DEVIATION:
-            err = None
-            cons = HYGIENE
-            what = f"header deviates from the safetensors format (the library tolerates it): {subject}{problem}"
-            hint = "re-export with the reference writer; other readers may be stricter"
-        else:  # pragma: no cover - every code above
-            err = None
-            what = f"{subject}{problem}"
-        return _f(code, rel, what + more, err, consequence=cons, tensors=tensors, hint=hint, data=data)
-
-
-def _depth(v: Any) -> int:
-    """Nesting depth of arrays/objects in ``v`` (0 for a scalar), without recursion."""
-    if type(v) is not list and type(v) is not dict:
-        return 0
-    best = 0
-    stack = [(v, 1)]
-    while stack:
-        x, d = stack.pop()
-        if d > best:
-            best = d
-        for c in (x.values() if type(x) is dict else x):
-            if type(c) is list or type(c) is dict:
-                stack.append((c, d + 1))
-    return best
-
-
-def _mul_overflows(shape: list[int]) -> bool:
-    p = 1
-    for d in shape:
-        p *= d
-        if p > U64_MAX:
-            return True
-    return False

@@ -43,9 +43,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from email.message import Message
 
-from ckptlint.reader import codes as C
-from ckptlint.reader.header import ShardInfo, ShardRead, _f, read_header
+from ckptlint.reader.header import ShardInfo, ShardRead, ShardUnreadable, read_header
 from ckptlint.reader.jsonfiles import JsonRead, parse_json_bytes
+from ckptlint.reader.report import shard_finding
 from ckptlint.reader.source import NotACheckpoint, Source
 
 HF_SCHEME = "hf://"
@@ -471,8 +471,8 @@ class HubRepo(Source):
             why = f"cannot be fetched: {e.why}"
         res = ShardRead(info=ShardInfo(file=name, size=0, bytes_read=received), fatal=True, refused=True,
                         unreadable=why, missing=e.status == 404)
-        res.issues.append(_f(C.SF_UNREADABLE, name, why, None,
-                             hint="check the repository, revision and HF_TOKEN, then run the check again"))
+        res.issues.append(shard_finding(ShardUnreadable, name, why, None,
+                                        hint="check the repository, revision and HF_TOKEN, then run the check again"))
         return res
 
 

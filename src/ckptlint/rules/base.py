@@ -1,8 +1,8 @@
 """The rule contract.
 
 A rule is a small class with a ``code`` (two-letter family + three digits), a kebab-case
-``name``, a one-line ``summary`` and a docstring with the sections What it does / Why is
-this bad? / Example / How to fix. ``check(ctx)`` yields findings; the consequence (and so
+``name``, and a docstring: a one-line summary (the ``summary``, unless the class sets one), then
+the sections What it does / Why is this bad? / Example / How to fix. ``check(ctx)`` yields findings; the consequence (and so
 the default severity) belongs to each finding, not to the rule.
 
 Rules with ``scope = "checkpoint"`` run once per checkpoint (``ctx.target`` is None);
@@ -45,6 +45,11 @@ class Rule:
     # Consequences this rule can predict (documentation; each finding picks one).
     consequences: ClassVar[tuple[Consequence, ...]] = ()
 
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "summary" not in cls.__dict__ and cls.__doc__:
+            cls.summary = cls.__doc__.strip().splitlines()[0].rstrip(".")
+
     def check(self, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
 
@@ -60,17 +65,16 @@ class Rule:
 class ReaderRule(Rule):
     """A rule whose findings are detected while reading the checkpoint.
 
-    The reader records them in ``Checkpoint.issues`` with this rule's code; the rule
+    The rule is declared next to its detection in :mod:`ckptlint.reader`; the reader records its
+    findings, already carrying the rule's code and name, in ``Checkpoint.issues``, and the rule
     surfaces them (so they can be selected, ignored and documented like any other).
     """
 
     scope: ClassVar[str] = "checkpoint"
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        for issue in ctx.checkpoint.issues:
-            if issue.code == self.code:
-                issue.name = self.name
-                yield issue
+        code = self.code
+        return (issue for issue in ctx.checkpoint.issues if issue.code == code)
 
 
 def parse_doc_sections(doc: str) -> dict[str, str]:
