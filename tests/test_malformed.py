@@ -258,7 +258,7 @@ CASES = [
     Case("config-not-utf8", ck(config=b'{"model_type": "\xff"}'), "CF302", "not valid UTF-8", file="config.json"),
     Case("config-not-object", ck(config="[1, 2]"), "CF303", "JSON array, not an object", file="config.json"),
     Case("config-is-directory", ck(config=None, after=lambda r: (r / "config.json").mkdir()), "CF302",
-         "cannot be read", file="config.json"),
+         "is a directory, not a regular file", file="config.json"),
     Case("config-duplicate-key", ck(config='{"quantization_config": {}, "quantization_config": {"a": 1}}'), "CF304",
          "'quantization_config'", HYGIENE, file="config.json"),
     Case("quant-config-invalid-json", ck(hf_quant_config="{"), "CF302", "not valid JSON", file="hf_quant_config.json"),

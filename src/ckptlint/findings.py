@@ -38,6 +38,10 @@ _DEFAULT_SEVERITY = {
 }
 
 MAX_TENSORS_LISTED = 50
+# Characters kept of any one string in a finding (a message, a tensor or module name, a value in
+# its data). Real ones are a few hundred at most; a checkpoint can hold a name of megabytes, which
+# a finding repeats (message, module, tensors, data) for every target.
+MAX_TEXT = 2000
 
 
 @dataclass
@@ -69,6 +73,13 @@ class Finding:
         if len(self.tensors) > MAX_TENSORS_LISTED:
             self.data.setdefault("tensor_count", len(self.tensors))
             self.tensors = self.tensors[:MAX_TENSORS_LISTED]
+        if any(len(t) > MAX_TEXT for t in self.tensors):
+            self.tensors = [clip(t) for t in self.tensors]
+        for attr in ("message", "module", "file", "hint", "error_text"):
+            v = getattr(self, attr)
+            if v is not None and len(v) > MAX_TEXT:
+                setattr(self, attr, clip(v))
+        self.data = _clip_data(self.data)
 
     def sort_key(self) -> tuple:
         return (
@@ -99,6 +110,31 @@ class Finding:
         if self.data:
             out["data"] = self.data
         return out
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text``, or its first characters and how many more there were when it is over ``limit``."""
+    if len(text) <= limit:
+        return text
+    keep = limit - 32
+    return f"{text[:keep]}...[{len(text) - keep:,} more characters]"
+
+
+def _clip_data(x: Any) -> Any:
+    """``x`` with every string (keys too) clipped; ``x`` itself when nothing needed it."""
+    if isinstance(x, str):
+        return clip(x) if len(x) > MAX_TEXT else x
+    if isinstance(x, dict):
+        items = [(_clip_data(k), _clip_data(v)) for k, v in x.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, x.items())):
+            return x
+        return dict(items)
+    if isinstance(x, (list, tuple)):
+        out = [_clip_data(v) for v in x]
+        if all(a is b for a, b in zip(out, x)):
+            return x
+        return type(x)(out)
+    return x
 
 
 def natural_key(text: str) -> tuple:

@@ -52,3 +52,78 @@ def write_output(dest: str | Path, data: bytes) -> None:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise IsADirectoryError(21, "Is a directory", path)
     atomic_write(os.path.realpath(path), data)
+
+
+# --- reading files a checkpoint (or a user) supplies, with a size cap ------------------------------
+
+_O_READ = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class FileRefused(OSError):
+    """A file :func:`read_capped` / :func:`open_regular` will not read. ``why`` completes a sentence
+    about the file: "is a FIFO, not a regular file", "is 3,221,225,472 bytes, more than the ...".
+    Other ``OSError``\\ s (not found, permission denied) pass through unchanged."""
+
+    def __init__(self, path: str, why: str, *, too_large: bool = False) -> None:
+        super().__init__(why)
+        self.path = path
+        self.why = why
+        self.too_large = too_large  # (else: not a regular file)
+
+
+def not_regular(mode: int) -> str | None:
+    """What a file of this ``st_mode`` is when it is not a regular file ("a FIFO"), else None."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """Open a regular file for reading: ``(fd, fstat)``; the caller closes ``fd``.
+
+    Opened non-blocking, so a FIFO (also behind a symbolic link, or swapped in after a check)
+    cannot stall the open; what was opened is then checked with ``fstat``, so a FIFO, a device
+    (``/dev/zero``) or a socket is refused before a byte is read.
+    """
+    p = os.fspath(path)
+    fd = os.open(p, _O_READ)
+    try:
+        st = os.fstat(fd)
+        kind = not_regular(st.st_mode)
+        if kind is not None:
+            raise FileRefused(p, f"is {kind}, not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
+    """The bytes of the regular file ``path``, refused (:class:`FileRefused`) when it holds more
+    than ``cap`` bytes.
+
+    Not a regular file: refused before reading (see :func:`open_regular`). Larger than ``cap``:
+    refused from its size, without reading it (a sparse multi-GB file costs nothing). A file that
+    grows while being read is read to ``cap + 1`` bytes at most, then refused.
+    """
+    fd, st = open_regular(path)
+    try:
+        if st.st_size > cap:
+            raise FileRefused(os.fspath(path), f"is {st.st_size:,} bytes, more than the {cap:,} that ckptlint reads",
+                              too_large=True)
+        chunks: list[bytes] = []
+        total = 0
+        while total <= cap:  # one read of the whole file, one more to see its end
+            chunk = os.read(fd, min(max(st.st_size + 1 - total, 1 << 16), cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > cap:
+            raise FileRefused(os.fspath(path), f"grew to more than the {cap:,} bytes that ckptlint reads",
+                              too_large=True)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -14,8 +14,11 @@ import re
 from typing import Any
 
 from ckptlint.checkpoint import DTYPE_BITS, TensorInfo
-from ckptlint.reader.entries import MAX_48
+from ckptlint.reader.entries import MAX_48, U64_MAX
 
+# Shapes of more dimensions are left to the validator, whose size computation stops at 64 bits (48-bit
+# dimensions multiplied out without a bound would cost time quadratic in the rank).
+MAX_FAST_RANK = 8
 _SHAPES: dict[tuple, tuple] = {}
 _DTYPES = {d: d for d in DTYPE_BITS}
 
@@ -106,6 +109,8 @@ def _parse_layout(key: str) -> tuple[str, tuple[int, ...], int] | None:
         if d > MAX_48:
             return None
         numel *= d
+        if numel > U64_MAX:  # (the JSON path reports it; stopping keeps this linear in the rank)
+            return None
     if (numel == 0 and len(dims) > 2) or numel * bits % 8:
         return None
     return _DTYPES[dt], _SHAPES.setdefault(dims, dims), numel * bits // 8
@@ -149,6 +154,8 @@ def fast_validate(obj: dict[str, Any], rel: str) -> tuple[dict[str, TensorInfo],
             return None
         if bits is None or type(b) is not int or type(end) is not int or b != prev or end < b or end > MAX_48 \
                 or type(sh) is not list:
+            return None
+        if len(sh) > MAX_FAST_RANK:
             return None
         numel = 1
         for d in sh:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ckptlint.reader.jsonfiles import jtype
 from ckptlint.reader.names import CONFIG_NAME, QUANT_CONFIG_NAME
-from ckptlint.reader.report import HYGIENE, LOAD, file_finding
+from ckptlint.reader.report import HYGIENE, LOAD, file_finding, listed
 from ckptlint.rules.base import ReaderRule
 
 if TYPE_CHECKING:
@@ -46,7 +46,8 @@ class ConfigInvalidJson(ReaderRule):
 
     ## What it does
     Reports a config file that cannot be read, is not UTF-8, or is not valid JSON (Python's
-    rules, which frameworks use).
+    rules, which frameworks use). A config file that is not a regular file (a FIFO, a device)
+    or is larger than 64 MiB is not read at all and reported the same way.
 
     ## Why is this bad?
     Frameworks parse the file at startup and fail.
@@ -123,7 +124,8 @@ def read_configs(ck: "Checkpoint", src: "Source", present: Callable[[str], bool]
             ck.texts[name] = jr.text
         reader = "frameworks" if name == CONFIG_NAME else "frameworks that read it"
         if jr.error is not None:
-            ck.issues.append(file_finding(ConfigInvalidJson, LOAD, name, f"{jr.error}; {reader} fail to load it",
+            effect = "not read, so nothing in it was checked" if jr.refused else f"{reader} fail to load it"
+            ck.issues.append(file_finding(ConfigInvalidJson, LOAD, name, f"{jr.error}; {effect}",
                                           hint=f"fix or re-download {name}"))
             continue
         if type(jr.obj) is not dict:
@@ -139,5 +141,5 @@ def read_configs(ck: "Checkpoint", src: "Source", present: Callable[[str], bool]
             ck.issues.append(file_finding(
                 ConfigDuplicateKey, HYGIENE, name,
                 f"key {jr.duplicates[0]!r}" + (f" and {len(jr.duplicates) - 1} more" if len(jr.duplicates) > 1 else "")
-                + " appear(s) more than once; only the last value is used", data={"keys": jr.duplicates},
+                + " appear(s) more than once; only the last value is used", data={"keys": listed(jr.duplicates), "count": len(jr.duplicates)},
                 hint="remove the stale copy so the file says one thing"))

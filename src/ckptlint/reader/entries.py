@@ -10,7 +10,6 @@ then walks the offsets and reports.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, ClassVar
 
 from ckptlint.checkpoint import DTYPE_BITS, TensorInfo
@@ -303,16 +302,13 @@ class Validator:
     def _nbytes(self, name: str, dt: str, sh: list[int]) -> int:
         """Bytes a well-formed entry needs; -1 when that overflows or is not whole bytes (recorded)."""
         bits = DTYPE_BITS[dt]
-        numel = math.prod(sh)
-        if numel > U64_MAX or (numel == 0 and len(sh) > 2 and _mul_overflows(sh)):
+        numel = element_count(sh)
+        if numel is None or numel * bits > U64_MAX:
             self.overflow.append(name)
             return -1
         nbits = numel * bits
-        if nbits > U64_MAX:
-            self.overflow.append(name)
-            return -1
         if nbits & 7:
-            self.sub_byte.append((name, f"{dt} {sh}: {numel} elements x {bits} bits = {nbits} bits"))
+            self.sub_byte.append((name, f"{dt} {_short(sh)}: {numel} elements x {bits} bits = {nbits} bits"))
             return -1
         return nbits >> 3
 
@@ -333,6 +329,21 @@ class Validator:
             self.metadata = m
 
 
+def element_count(shape: Any) -> int | None:
+    """The product of ``shape``'s dimensions (each at most 64 bits), or None when it overflows 64 bits.
+
+    As safetensors computes it (a checked multiplication, dimension by dimension), a product that
+    overflows on the way is an overflow even if a later dimension is 0. Stopping there keeps the
+    cost linear in the rank: a shape of 200,000 dimensions of 2 is never multiplied out.
+    """
+    n = 1
+    for d in shape:
+        n *= d
+        if n > U64_MAX:
+            return None
+    return n
+
+
 def _depth(v: Any) -> int:
     """Nesting depth of arrays/objects in ``v`` (0 for a scalar), without recursion."""
     if type(v) is not list and type(v) is not dict:
@@ -347,12 +358,3 @@ def _depth(v: Any) -> int:
             if type(c) is list or type(c) is dict:
                 stack.append((c, d + 1))
     return best
-
-
-def _mul_overflows(shape: list[int]) -> bool:
-    p = 1
-    for d in shape:
-        p *= d
-        if p > U64_MAX:
-            return True
-    return False

@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import repeat
 from operator import eq
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.reader.names import INDEX_NAME
-from ckptlint.reader.report import HYGIENE, LOAD, SILENT, ST_NOT_FOUND, file_finding
+from ckptlint.reader.report import (HYGIENE, LOAD, MAX_SHARD_FINDINGS, SILENT, ST_NOT_FOUND, file_finding,
+                                    first_tensors, listed)
 from ckptlint.rules.base import ReaderRule, RuleContext
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
     from ckptlint.reader.header import ShardRead
 
 OTHER_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".npz")
+# File names a framework's error text quotes at most (it lists every missing shard).
+MAX_FILES_QUOTED = 10
 
 
 class IndexMissingShard(ReaderRule):
@@ -58,9 +61,10 @@ class IndexMissingShard(ReaderRule):
             yield from super().check(ctx)
             return
         outcome = ctx.target.data.loading.missing_shard
-        files = [i.data.get("shard") for i in issues]
+        files = [s for i in issues for s in i.data.get("shards", [i.data.get("shard")])]
+        n = sum(i.data.get("shard_count", 1) for i in issues)
         text = (outcome.error or "").format(index_file=ctx.checkpoint.index_file or INDEX_NAME,
-                                             n=len(files), dir=ctx.checkpoint.root, files=files) or None
+                                             n=n, dir=ctx.checkpoint.root, files=_shown(files, n)) or None
         consequence = Consequence(outcome.consequence)
         for i in issues:
             message = f"{i.message}; {ctx.target.resolved}: {outcome.note}" if outcome.note else i.message
@@ -185,12 +189,31 @@ class NoSafetensorsWeights(ReaderRule):
     consequences = (LOAD, HYGIENE,)
 
 
-def missing_shard(ck: "Checkpoint", v: str, ts: list[str]) -> None:
+def _shown(files: list[str], n: int) -> list[str] | str:
+    """``files`` as a framework's error text lists them (a Python list), the first few of ``n``."""
+    if n <= MAX_FILES_QUOTED and len(files) == n:
+        return files
+    return f"{files[:MAX_FILES_QUOTED]!r}"[:-1] + f", ... ({n:,} in all)]"
+
+
+def missing_shards(ck: "Checkpoint", missing: list[str], mapped: Callable[[str], list[str]]) -> None:
+    """Report the shards the index names that do not exist (``mapped``: the tensors of a shard)."""
+    if len(missing) <= MAX_SHARD_FINDINGS:
+        for v in missing:
+            ts = mapped(v)
+            ck.issues.append(file_finding(
+                IndexMissingShard, LOAD, INDEX_NAME,
+                f"weight_map names shard {v!r} for {len(ts)} tensor(s) but that file does not exist",
+                tensors=ts, error_text=ST_NOT_FOUND.format(path=v), data={"shard": v, "tensor_count": len(ts)},
+                hint="download the missing shard, or regenerate the index from the shards that exist"))
+        return
+    ts, count = first_tensors(missing, mapped)
     ck.issues.append(file_finding(
         IndexMissingShard, LOAD, INDEX_NAME,
-        f"weight_map names shard {v!r} for {len(ts)} tensor(s) but that file does not exist",
-        tensors=ts, error_text=ST_NOT_FOUND.format(path=v), data={"shard": v, "tensor_count": len(ts)},
-        hint="download the missing shard, or regenerate the index from the shards that exist"))
+        f"weight_map names {len(missing):,} shard files that do not exist ({', '.join(map(repr, missing[:3]))}, ...) "
+        f"for {count:,} tensor(s)", tensors=ts, error_text=ST_NOT_FOUND.format(path=missing[0]),
+        data={"shards": listed(missing), "shard_count": len(missing), "tensor_count": count},
+        hint="download the missing shards, or regenerate the index from the shards that exist"))
 
 
 def unreferenced_shard(ck: "Checkpoint", n: str, r: "ShardRead") -> None:
@@ -215,7 +238,7 @@ def no_weights(ck: "Checkpoint", names: set[str]) -> None:
             NoSafetensorsWeights, HYGIENE, None,
             f"no .safetensors weights; the weights are in other formats ({', '.join(other[:5])}"
             + (", ..." if len(other) > 5 else "") + "), which ckptlint does not read: tensors were not checked",
-            data={"files": other}, hint="convert the weights to safetensors to have them checked"))
+            data={"files": listed(other), "count": len(other)}, hint="convert the weights to safetensors to have them checked"))
     else:
         ck.issues.append(file_finding(
             NoSafetensorsWeights, LOAD, None, "checkpoint directory has no weight files (no *.safetensors)",
@@ -231,18 +254,18 @@ def report_dups(ck: "Checkpoint", dups: dict[str, list[str]], reads: dict[str, "
         groups.setdefault((tuple(files), same), []).append(t)
     for (files, same), ts in sorted(groups.items()):
         ts.sort()
-        listed = " and ".join(files)
+        both = " and ".join(files)
         first = f"tensor {ts[0]!r}" + (f" and {len(ts) - 1} more" if len(ts) > 1 else "")
         if same:
-            what = f"{first} stored in both {listed} with the same dtype and shape; loaded twice, the last copy wins"
+            what = f"{first} stored in both {both} with the same dtype and shape; loaded twice, the last copy wins"
             cons = HYGIENE
         else:
             a, b = reads[files[0]].tensors[ts[0]], reads[files[-1]].tensors[ts[0]]
-            what = (f"{first} stored in both {listed} with different dtype/shape ({a.dtype} {list(a.shape)} vs "
+            what = (f"{first} stored in both {both} with different dtype/shape ({a.dtype} {list(a.shape)} vs "
                     f"{b.dtype} {list(b.shape)}); which copy is used depends on the order the framework reads files")
             cons = SILENT
         ck.issues.append(Finding(code=TensorInMultipleShards.code, name=TensorInMultipleShards.name, consequence=cons,
-                                 file=files[-1], message=f"{files[-1]}: {what}", tensors=ts, data={"files": list(files)},
+                                 file=files[-1], message=f"{files[-1]}: {what}", tensors=ts, data={"files": listed(files), "file_count": len(files)},
                                  hint="keep each tensor in exactly one shard"))
 
 
@@ -298,12 +321,13 @@ def _not_indexed(ck: "Checkpoint", weight_map: dict[str, str]) -> None:
             not_indexed.setdefault(ti.file, []).append(t)
     if not_indexed:
         all_t = [t for f in sorted(not_indexed) for t in not_indexed[f]]
-        by_file = ", ".join(f"{f}: {len(v)}" for f, v in sorted(not_indexed.items()))
+        files = sorted(not_indexed)
+        by_file = ", ".join(f"{f}: {len(not_indexed[f])}" for f in files[:5]) + (", ..." if len(files) > 5 else "")
         ck.issues.append(file_finding(
             TensorNotInIndex, HYGIENE, INDEX_NAME,
             f"{len(all_t)} tensor(s) stored in shards are not listed in weight_map (e.g. {all_t[0]!r}; {by_file}); "
             "frameworks read whole shard files, so they still load",
-            tensors=all_t, data={"by_file": {f: len(v) for f, v in not_indexed.items()}},
+            tensors=all_t, data={"by_file": listed({f: len(v) for f, v in not_indexed.items()}), "file_count": len(files)},
             hint="regenerate the index from the shards"))
 
 

@@ -17,14 +17,18 @@ from typing import Any, Protocol
 
 from ckptlint.checkpoint import ShardInfo, TensorInfo
 from ckptlint.findings import Finding
+from ckptlint.fsutil import FileRefused, open_regular
 from ckptlint.reader.parse import parse_header
 from ckptlint.reader.report import (LFS_HINT, LOAD, ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE,
-                                    ST_TOO_SMALL, shard_finding)
+                                    ST_TOO_SMALL, listed, shard_finding)
 from ckptlint.rules.base import ReaderRule
 
 __all__ = ["ByteSource", "ShardInfo", "ShardRead", "read_header", "read_shard", "parse_lfs_pointer"]
 
 MAX_HEADER = 100_000_000
+# A header longer than this is first checked for holes (sparse files) before it is read.
+HOLE_CHECK_MIN = 1 << 20
+_SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 LFS_READ = 1024
 
@@ -186,14 +190,15 @@ def parse_lfs_pointer(data: bytes) -> dict[str, Any] | None:
 def lfs_finding(lfs: list[tuple[str, dict[str, Any]]], weight_map: dict[str, str] | None) -> Finding:
     """One finding for every shard of the checkpoint that is a Git LFS pointer."""
     files = [f for f, _ in lfs]
-    listed = ", ".join(files[:5]) + (f", ... ({len(files)} files)" if len(files) > 5 else "")
-    mapped = [t for t, s in (weight_map or {}).items() if s in set(files)]
+    names = ", ".join(files[:5]) + (f", ... ({len(files)} files)" if len(files) > 5 else "")
+    pointers = set(files)
+    mapped = [t for t, s in (weight_map or {}).items() if s in pointers]
     return Finding(
         code=GitLfsPointer.code, name=GitLfsPointer.name, consequence=LOAD, file=files[0], tensors=mapped,
-        message=f"{listed}: Git LFS pointer file(s), not weights: the weights were never downloaded "
+        message=f"{names}: Git LFS pointer file(s), not weights: the weights were never downloaded "
                 "(a clone without `git lfs`, or `actions/checkout` without `lfs: true`)",
         hint=LFS_HINT, error_text=ST_TOO_LARGE,
-        data={"files": {f: info for f, info in lfs}, "safetensors_error": "HeaderTooLarge"})
+        data={"files": listed({f: info for f, info in lfs}), "file_count": len(lfs), "safetensors_error": "HeaderTooLarge"})
 
 
 class ByteSource(Protocol):
@@ -226,6 +231,16 @@ class _LocalFile:
         self.bytes_read += len(b)
         return b
 
+    def hole_at(self, offset: int) -> int:
+        """Where the first hole at or after ``offset`` begins (the file's size if none): a sparse
+        file's hole reads as zero bytes without being stored."""
+        try:
+            hole = os.lseek(self.f.fileno(), offset, _SEEK_HOLE)
+        except OSError:  # the file system cannot tell
+            return self.size
+        self.pos = -1  # (the file position moved)
+        return hole
+
 
 def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRead:
     """Read the header of the safetensors file at ``path`` (``rel``: name for messages)."""
@@ -240,10 +255,13 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
     if not stat_mod.S_ISREG(st.st_mode):
         return _unreadable(rel, "is not a regular file", None)
     try:
-        with open(path, "rb", buffering=0) as f:
-            return read_header(rel, _LocalFile(f, st.st_size))
+        fd, st = open_regular(path)  # (what was opened: a FIFO swapped in since the stat never blocks)
+    except FileRefused:
+        return _unreadable(rel, "is not a regular file", None)
     except OSError as e:
         return _unreadable(rel, f"cannot be read ({e.strerror or e})", str(e))
+    with open(fd, "rb", buffering=0) as f:
+        return read_header(rel, _LocalFile(f, st.st_size))
 
 
 def read_header(rel: str, src: ByteSource) -> ShardRead:
@@ -266,18 +284,22 @@ def read_header(rel: str, src: ByteSource) -> ShardRead:
         return out
     if raw is None:
         return res
+    raw, wanted = raw
     n = res.info.header_len
-    if len(raw) < n:  # the file shrank while we read it
+    if len(raw) < wanted:  # the file shrank while we read it
         res.fatal = res.refused = True
         res.issues.append(shard_finding(ShardHeaderBeyondFile, rel, f"file ended after {len(raw):,} of {n:,} header bytes",
                                         ST_HEADER_LENGTH))
         return res
+    if wanted < n:
+        raw += b"\0"  # the first byte of the hole
     parse_header(raw, n, src.size, rel, res)
     return res
 
 
-def _read_framed(rel: str, src: ByteSource, res: ShardRead) -> bytes | None:
-    """The header bytes ``[8, 8 + N)``, or None when the framing already decided (reported in ``res``)."""
+def _read_framed(rel: str, src: ByteSource, res: ShardRead) -> tuple[bytes, int] | None:
+    """The header bytes ``[8, 8 + N)`` (or those before a hole in it, see below) and how many were
+    asked for; None when the framing already decided (reported in ``res``)."""
     size = src.size
     head = src.read(0, 8)
     if len(head) < 8:
@@ -296,10 +318,7 @@ def _read_framed(rel: str, src: ByteSource, res: ShardRead) -> bytes | None:
     n = int.from_bytes(head, "little")
     if n > MAX_HEADER:
         res.fatal = res.refused = True
-        res.issues.append(shard_finding(ShardHeaderTooLarge, rel,
-                                        f"header length field claims {n:,} bytes, over the 100,000,000-byte limit "
-                                        "(not a safetensors file, or a corrupted one)", ST_TOO_LARGE,
-                                        data={"header_len": n}, hint="re-download or re-export this file"))
+        res.issues.append(_too_large(rel, n, size))
         return None
     res.info.header_len = n
     if 8 + n > size:
@@ -309,7 +328,27 @@ def _read_framed(rel: str, src: ByteSource, res: ShardRead) -> bytes | None:
                                         "(truncated inside the header)", ST_HEADER_LENGTH,
                                         data={"header_len": n, "size": size}, hint="re-download or re-export this file"))
         return None
-    return src.read(8, n)
+    hole_at = getattr(src, "hole_at", None)
+    if n > HOLE_CHECK_MIN and hole_at is not None and _SEEK_HOLE is not None:
+        hole = hole_at(8)
+        if hole < 8 + n:
+            # The header runs into a hole: zero bytes, which JSON never contains. The bytes before
+            # the first one decide the finding (the parse fails at or before it), so only those are
+            # read, not up to 100 MB of zeros.
+            return src.read(8, hole - 8), hole - 8
+    return src.read(8, n), n
+
+
+def _too_large(rel: str, n: int, size: int) -> Finding:
+    """SF102. The claimed length is quoted only when a header that long would fit in the file: the
+    first 8 bytes of something else (a symlinked shard pointing at a private file, text) would
+    otherwise be printed as a number."""
+    if 8 + n <= size:
+        what, data = f"header length field claims {n:,} bytes, over the 100,000,000-byte limit", {"header_len": n}
+    else:
+        what, data = "header length field claims more than the 100,000,000-byte limit and more than the file holds", {}
+    return shard_finding(ShardHeaderTooLarge, rel, f"{what} (not a safetensors file, or a corrupted one)", ST_TOO_LARGE,
+                         data=data, hint="re-download or re-export this file")
 
 
 def _unreadable(rel: str, why: str, error_text: str | None) -> ShardRead:

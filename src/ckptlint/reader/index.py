@@ -7,11 +7,11 @@ the file (JSON, ``weight_map``, ``metadata``, repeated keys), the shard names it
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ckptlint.reader.jsonfiles import JsonRead, jtype
 from ckptlint.reader.names import INDEX_NAME
-from ckptlint.reader.report import HYGIENE, LOAD, file_finding
+from ckptlint.reader.report import HYGIENE, LOAD, MAX_SHARD_FINDINGS, file_finding, first_tensors, listed
 from ckptlint.rules.base import ReaderRule
 
 if TYPE_CHECKING:
@@ -26,7 +26,8 @@ class IndexInvalidJson(ReaderRule):
 
     ## What it does
     Reports an index that cannot be read, is not UTF-8 or valid JSON, or is not a JSON
-    object.
+    object. An index that is not a regular file (a FIFO, a device) or is larger than 256 MiB
+    (about 2.5 million tensors) is not read at all and reported the same way.
 
     ## Why is this bad?
     Frameworks parse the index to find the shards and fail. ckptlint then checks every
@@ -165,9 +166,9 @@ def read_index(ck: "Checkpoint", jr: JsonRead) -> dict[str, str] | None:
     if jr.text is not None:
         ck.texts[INDEX_NAME] = jr.text
     if jr.error is not None:
+        effect = "not read" if jr.refused else "frameworks fail to read the shard list"
         ck.issues.append(file_finding(IndexInvalidJson, LOAD, INDEX_NAME,
-                                      f"{jr.error}; frameworks fail to read the shard list (all shards were checked instead)",
-                                      hint=_HINT))
+                                      f"{jr.error}; {effect} (all shards were checked instead)", hint=_HINT))
         return None
     obj = jr.obj
     if type(obj) is not dict:
@@ -181,7 +182,8 @@ def read_index(ck: "Checkpoint", jr: JsonRead) -> dict[str, str] | None:
             IndexDuplicateKey, HYGIENE, INDEX_NAME,
             f"key {jr.duplicates[0]!r}" + (f" and {len(jr.duplicates) - 1} more" if len(jr.duplicates) > 1 else "")
             + " appear(s) more than once; only the last entry is used",
-            tensors=[k for k in jr.duplicates], data={"keys": jr.duplicates}, hint=_HINT))
+            tensors=[k for k in jr.duplicates], data={"keys": listed(jr.duplicates), "count": len(jr.duplicates)},
+            hint=_HINT))
     _check_metadata(ck, obj)
     return _weight_map(ck, obj)
 
@@ -237,12 +239,26 @@ def bad_shard_name(v: str) -> str | None:
     return None
 
 
-def report_bad_shard_name(ck: "Checkpoint", v: str, why: str, ts: list[str]) -> None:
+def bad_shard_names(ck: "Checkpoint", bad: list[tuple[str, str]], mapped: Callable[[str], list[str]]) -> None:
+    """Report ``(shard name, why it is not one)`` pairs (``mapped``: the tensors of a shard); many
+    are named in one finding, like missing shards."""
+    hint = "weight_map values must be plain file names of .safetensors files in the checkpoint directory"
+    if len(bad) <= MAX_SHARD_FINDINGS:
+        for v, why in bad:
+            ts = mapped(v)
+            ck.issues.append(file_finding(
+                IndexInvalidShardName, LOAD, INDEX_NAME,
+                f"weight_map names shard {v!r}, which {why}; it was not opened and its {len(ts)} tensor(s) "
+                "will not be loaded from it", tensors=ts, data={"shard": v, "tensor_count": len(ts)}, hint=hint))
+        return
+    names = [v for v, _ in bad]
+    ts, count = first_tensors(names, mapped)
+    v, why = bad[0]
     ck.issues.append(file_finding(
         IndexInvalidShardName, LOAD, INDEX_NAME,
-        f"weight_map names shard {v!r}, which {why}; it was not opened and its {len(ts)} tensor(s) "
-        "will not be loaded from it", tensors=ts, data={"shard": v, "tensor_count": len(ts)},
-        hint="weight_map values must be plain file names of .safetensors files in the checkpoint directory"))
+        f"weight_map names {len(bad):,} shards that are not plain .safetensors file names (e.g. {v!r}, which {why}); "
+        f"they were not opened and their {count:,} tensor(s) will not be loaded from them", tensors=ts,
+        data={"shards": listed(names), "shard_count": len(bad), "tensor_count": count}, hint=hint))
 
 
 def check_total_size(ck: "Checkpoint", reads: dict[str, "ShardRead"], blocked: set[str]) -> None:

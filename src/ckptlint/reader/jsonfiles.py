@@ -11,6 +11,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ckptlint.fsutil import FileRefused, read_capped
+
+MIB = 1 << 20
+# What ckptlint reads of each JSON side file at most (a larger file, or one that is not a regular
+# file, is a finding and is not read). Real config.json / hf_quant_config.json files are kilobytes;
+# a per-layer hf_quant_config.json (MIXED_PRECISION) of a Kimi-K2-size model is a few MB. An index
+# has one ~100-byte entry per tensor: about 100 MB for the 1,000,000-tensor benchmark. The caps
+# bound the memory a parse can take (a JSON document of small objects takes ~10x its size).
+CONFIG_CAP = 64 * MIB
+INDEX_CAP = 256 * MIB
+
 
 @dataclass
 class JsonRead:
@@ -18,14 +29,21 @@ class JsonRead:
     text: str | None = None
     error: str | None = None  # why the file could not be read or parsed
     unreadable: bool = False  # the error is an I/O error, not bad JSON
+    refused: bool = False  # not read: larger than ckptlint reads
     duplicates: list[str] = field(default_factory=list)  # "key" or "parent.key"
 
 
-def read_json(path: str) -> JsonRead:
+def read_json(path: str, cap: int = CONFIG_CAP) -> JsonRead:
+    """Read and parse the JSON file at ``path``; one that is not a regular file or holds more than
+    ``cap`` bytes is not read (``error`` says why)."""
     out = JsonRead()
     try:
-        with open(path, "rb") as f:
-            raw = f.read()
+        raw = read_capped(path, cap)
+    except FileRefused as e:  # not a regular file, or too large
+        out.error = e.why
+        out.unreadable = True
+        out.refused = e.too_large
+        return out
     except OSError as e:
         out.error = f"cannot be read ({e.strerror or e})"
         out.unreadable = True

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.reader.entries import EntryProblem, ShardInvalidMetadata, ShardInvalidTensorEntry, Validator
 from ckptlint.reader.report import (HYGIENE, LOAD, ST_INCOMPLETE, ST_INFO, ST_MISALIGNED, ST_OFFSET, ST_OVERFLOW,
-                                    shard_finding)
+                                    listed, shard_finding)
 from ckptlint.rules.base import ReaderRule
 
 if TYPE_CHECKING:
@@ -217,7 +217,7 @@ def report_layout(v: Validator, res: "ShardRead") -> None:
     if meta_dups:
         out.append(shard_finding(ShardDuplicateKey, v.rel,
                                  f"__metadata__ defines key {meta_dups[0]!r} more than once; the later value is kept",
-                                 None, consequence=HYGIENE, data={"metadata_keys": meta_dups}))
+                                 None, consequence=HYGIENE, data={"metadata_keys": listed(meta_dups), "count": len(meta_dups)}))
     res.refused = any(f.consequence is LOAD for f in out)
 
 

@@ -30,9 +30,9 @@ from typing import Any
 
 from ckptlint.checkpoint import Checkpoint
 from ckptlint.reader.configs import read_configs
-from ckptlint.reader.fileset import compare_index, missing_shard, no_weights, report_dups, unreferenced_shard
+from ckptlint.reader.fileset import compare_index, missing_shards, no_weights, report_dups, unreferenced_shard
 from ckptlint.reader.header import ShardRead, lfs_finding, read_shard
-from ckptlint.reader.index import bad_shard_name, check_total_size, read_index, report_bad_shard_name
+from ckptlint.reader.index import bad_shard_name, bad_shard_names, check_total_size, read_index
 from ckptlint.reader.names import CONFIG_NAME, HF_SCHEME, INDEX_NAME, QUANT_CONFIG_NAME
 from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, shard_files, take_early
 
@@ -161,27 +161,28 @@ def _read_dir(ck: Checkpoint, src: Source, names: set[str], st_names: list[str],
         return by_shard.get(shard, [])
 
     referenced: list[str] = []
-    blocked: set[str] = set()  # named by the index but not read (bad name or missing)
+    bad: list[tuple[str, str]] = []
+    missing: list[str] = []
     for v in sorted(values):
         why = bad_shard_name(v)
         if why is not None:
-            blocked.add(v)
-            report_bad_shard_name(ck, v, why, mapped(v))
+            bad.append((v, why))
         elif v not in names and src.complete:
-            blocked.add(v)
-            missing_shard(ck, v, mapped(v))
+            missing.append(v)
         else:
             referenced.append(v)
+    bad_shard_names(ck, bad, mapped)
     unreferenced = [n for n in st_names if n not in values]
     all_reads = src.read_shards(referenced + unreferenced)
     reads: dict[str, ShardRead] = {}
     for v in referenced:
         r = all_reads[v]
         if r.missing:  # a source that could not list its files learns it only now
-            blocked.add(v)
-            missing_shard(ck, v, mapped(v))
+            missing.append(v)
         else:
             reads[v] = r
+    missing_shards(ck, missing, mapped)
+    blocked = {v for v, _ in bad}.union(missing)  # named by the index but not read
     _collect(ck, reads, weight_map)
 
     # .safetensors files the index does not name: frameworks skip them

@@ -13,13 +13,19 @@ carry a position (``at line 1 column 17``) or a serde detail are quoted up to th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ckptlint.findings import Consequence, Finding
 
 if TYPE_CHECKING:
     from ckptlint.rules.base import ReaderRule
 
+# Entries kept of any list or map in a finding's data (the count of all of them is given beside it).
+MAX_LISTED = 50
+# Up to this many shards with the same problem (missing, a bad name) get a finding each; more are
+# named in one finding (a few, and how many): 20,000 missing shards must not make 20,000 findings
+# on every target.
+MAX_SHARD_FINDINGS = 10
 LOAD = Consequence.LOAD_ERROR
 HYGIENE = Consequence.HYGIENE
 SILENT = Consequence.SILENT_CORRUPTION
@@ -60,6 +66,27 @@ LFS_HINT = (
     "whole files although ckptlint reads only the first bytes of each), or download the repo "
     "with `hf download <repo>` / `huggingface-cli download <repo>`"
 )
+
+
+def listed(items: Any) -> Any:
+    """The first :data:`MAX_LISTED` entries of a list or dict, for a finding's data."""
+    if len(items) <= MAX_LISTED:
+        return items
+    if isinstance(items, dict):
+        return dict(list(items.items())[:MAX_LISTED])
+    return list(items)[:MAX_LISTED]
+
+
+def first_tensors(shards: list[str], mapped: Callable[[str], list[str]]) -> tuple[list[str], int]:
+    """The first tensors the index maps to ``shards`` (as many as a finding lists), and how many in all."""
+    first: list[str] = []
+    count = 0
+    for v in shards:
+        ts = mapped(v)
+        count += len(ts)
+        if len(first) < MAX_LISTED:
+            first += ts[:MAX_LISTED - len(first)]
+    return first, count
 
 
 def shard_finding(rule: "type[ReaderRule]", rel: str, what: str, error_text: str | None, *,

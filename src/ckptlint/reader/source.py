@@ -20,7 +20,8 @@ from typing import Iterable
 
 from ckptlint.progress import progress_for
 from ckptlint.reader.header import ShardRead, read_shard
-from ckptlint.reader.jsonfiles import JsonRead, read_json
+from ckptlint.reader.jsonfiles import CONFIG_CAP, INDEX_CAP, JsonRead, read_json
+from ckptlint.reader.names import INDEX_NAME
 
 LOCAL_PROGRESS_MIN_SHARDS = 20
 
@@ -105,7 +106,7 @@ class LocalDir(Source):
         return self._names
 
     def read_json(self, name: str) -> JsonRead:
-        return read_json(os.path.join(self.root, name))
+        return read_json(os.path.join(self.root, name), INDEX_CAP if name == INDEX_NAME else CONFIG_CAP)
 
     def read_one(self, name: str) -> ShardRead:
         return read_shard(os.path.join(self.root, name), name)
