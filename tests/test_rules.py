@@ -33,7 +33,8 @@ def test_mt701_glm5_without_mtp_layer(tmp_path):
     path = build(tmp_path, glm5_quark_mxfp4(with_mtp=False))
     rep = run(path, "sglang==0.5.23", "vllm==0.33.0", "vllm==0.24.0")
     by = {f.target: f for f in rep.findings if f.code == "MT701"}
-    # SGLang: nothing checks completeness; the draft runs on uninitialised weights (sglang-loading.md §1.8).
+    # SGLang: nothing checks completeness; the draft runs on uninitialised weights
+    # (docs/frameworks/sglang.md#missing-mtp-weights).
     assert by["sglang==0.5.23"].consequence.value == "degraded" and by["sglang==0.5.23"].severity.value == "warning"
     # vLLM >= 0.30 GLM-5 (deepseek_v32 MTP): the short ValueError (docs/upstream-checks.md C12).
     assert by["vllm==0.33.0"].consequence.value == "load-error"
@@ -275,7 +276,8 @@ def test_mt701_quiet_when_shards_are_lfs_pointers(tmp_path):
 def test_qwen3_next_mtp_prefix_excludes(tmp_path):
     # ModelOpt NVFP4 with `mtp.*` excluded and a BF16 MTP module. SGLang's Qwen3-Next draft renames
     # mtp.* to model.* for its quant lookups, so `mtp.*` never matches and the draft experts are built
-    # NVFP4 (sglang-loading.md §1.6); vLLM keeps mtp.* prefixes and forces mtp.fc unquantized (#38832).
+    # NVFP4 (docs/frameworks/sglang.md#qwen3-next-mtp); vLLM keeps mtp.* prefixes and forces mtp.fc
+    # unquantized (#38832).
     from ckptlint.testing.models import qwen_mtp_spec
     rep = run(build(tmp_path, qwen_mtp_spec()), "sglang==0.5.23", "vllm==0.33.0")
     sg = [f for f in rep.findings if f.target == "sglang==0.5.23" and f.code == "QD401"]

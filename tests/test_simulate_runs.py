@@ -39,7 +39,8 @@ def _describe(plan: S.Plan) -> list:
     return out
 
 
-# Releases on both sides of the draft-naming and skip-list changes (sglang-loading.md, vllm-loading.md).
+# Releases on both sides of the draft-naming and skip-list changes (docs/frameworks/sglang.md#releases,
+# docs/frameworks/vllm.md#releases).
 TARGETS = ("sglang==0.5.9", "sglang==0.5.15", "sglang==0.5.16", "sglang==0.5.23", "vllm==0.24.0", "vllm==0.33.0")
 
 
