@@ -18,14 +18,7 @@ from ckptlint.rules.base import Rule, RuleContext
 
 
 def _gpu(ctx: RuleContext):
-    from ckptlint.deployment import default_gpu_key
-    from ckptlint.hardware import get_gpu
-
-    plan, dep = ctx.plan, ctx.deployment
-    q = plan.quant if plan is not None else None
-    scheme = q.default_scheme.name if q is not None and q.default_scheme is not None else None
-    key = default_gpu_key(q.method if q else None, scheme, dep.platform, dep.gpu)
-    return get_gpu(key) if key is not None else None
+    return ctx.plan.gpu_info if ctx.plan is not None else None
 
 
 def _gpu_assumption(ctx: RuleContext, gpu) -> str:
@@ -52,21 +45,12 @@ def _quantized(plan):
             yield rm
 
 
-def _layout(ctx: RuleContext):
-    from ckptlint.hardware.parallel import for_framework, layout
-
+def _parallel(ctx: RuleContext):
+    """The framework's sharding data, when the plan has placements to judge."""
     plan = ctx.plan
     if plan is None or not plan.simulated or plan.quant is None:
-        return None, {}
-    fw = for_framework(plan.target.framework)
-    if fw is None:
-        return None, {}
-    d = ctx.deployment
-    key = ("layout", d.tp, d.ep, d.dp_attention)
-    lay = plan.cache.get(key)
-    if lay is None:  # shared by DP802-DP805
-        lay = plan.cache[key] = layout(plan, d)
-    return fw, lay
+        return None
+    return plan.parallel
 
 
 class GpuFormatSupport(Rule):
@@ -170,12 +154,12 @@ class TensorParallelIndivisible(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
-            p = lay.get(rm.name)
+            p = rm.placement
             if p is None:
                 continue
             if p.dim == "moe":
@@ -246,13 +230,13 @@ class Fp8BlockPartition(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
-            p = lay.get(rm.name)
+            p = rm.placement
             if scheme.block is None or p is None:
                 continue
             bn, bk = scheme.block
@@ -322,13 +306,13 @@ class GroupPartition(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
-            p = lay.get(rm.name)
+            p = rm.placement
             if not scheme.group or p is None or p.tp <= 1:
                 continue
             g = scheme.group
