@@ -41,7 +41,7 @@ PY_NOT_YET_CONVERTED = (
     "src/ckptlint/reader/header.py",
     "src/ckptlint/render/sarif.py",
     "src/ckptlint/rules/deployment_shape.py",
-    "src/ckptlint/simulate.py",
+    "src/ckptlint/simulate/fusion.py",
     "src/ckptlint/testing/models.py",
 )
 
