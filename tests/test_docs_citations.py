@@ -41,7 +41,6 @@ PY_NOT_YET_CONVERTED = (
     "src/ckptlint/reader/header.py",
     "src/ckptlint/render/sarif.py",
     "src/ckptlint/rules/deployment_shape.py",
-    "src/ckptlint/simulate/fusion.py",
     "src/ckptlint/testing/models.py",
 )
 

@@ -169,7 +169,7 @@ class TensorParallelIndivisible(Rule):
                                        f"{experts} routed experts of {rm.name} do not split evenly over EP={p.ep}",
                                        module=rm.name, error_text=fw.ep_error or None, assumptions=assumptions,
                                        data={"experts": experts, "ep": p.ep, "source": fw.ep_source})
-                inter = _moe_intermediate(rm)
+                inter = _moe_intermediate(rm, ctx.plan.arch)
                 if p.tp > 1 and inter and inter % p.tp:
                     yield self.finding(ctx, Consequence.LOAD_ERROR,
                                        f"the MoE intermediate size {inter} of {rm.name} does not split over "
@@ -192,12 +192,14 @@ class TensorParallelIndivisible(Rule):
                     break
 
 
-def _moe_intermediate(rm) -> int | None:
+def _moe_intermediate(rm, arch) -> int | None:
+    """A FusedMoE's intermediate size: the gate/up projections' out features or the down projection's
+    in features (the architecture's expert projection names, ``expert_w13`` / ``expert_w2``)."""
     for s in rm.shards:
-        if s.proj in ("gate_proj", "up_proj", "w1", "w3") and s.stored.logical_n:
+        if s.proj in arch.expert_w13 and s.stored.logical_n:
             return s.stored.logical_n
     for s in rm.shards:
-        if s.proj in ("down_proj", "w2") and s.stored.logical_k:
+        if s.proj in arch.expert_w2 and s.stored.logical_k:
             return s.stored.logical_k
     return None
 
@@ -240,7 +242,7 @@ class Fp8BlockPartition(Rule):
             if scheme.block is None or p is None:
                 continue
             bn, bk = scheme.block
-            hit = _block_violation(rm, p, bn, bk, fw)
+            hit = _block_violation(rm, p, bn, bk, fw, ctx.plan.arch)
             if hit is not None:
                 template, size, block, tensors = hit
                 yield self.finding(ctx, Consequence.LOAD_ERROR,
@@ -250,9 +252,9 @@ class Fp8BlockPartition(Rule):
                                    data={"size": size, "block": block, "tp": p.tp, "source": fw.block_source})
 
 
-def _block_violation(rm, p, bn: int, bk: int, fw):
+def _block_violation(rm, p, bn: int, bk: int, fw, arch):
     if p.dim == "moe":
-        inter = _moe_intermediate(rm)
+        inter = _moe_intermediate(rm, arch)
         if not inter or inter % p.tp:
             return None  # DP802
         part = inter // p.tp
@@ -317,14 +319,14 @@ class GroupPartition(Rule):
                 continue
             g = scheme.group
             if p.dim == "moe":
-                inter = _moe_intermediate(rm)
+                inter = _moe_intermediate(rm, ctx.plan.arch)
                 size = inter // p.tp if inter and not inter % p.tp else None
                 text = None
             elif p.dim == "in":
                 ks = [s.stored.logical_k for s in rm.shards if s.stored.logical_k]
                 size = ks[0] // p.tp if ks and not ks[0] % p.tp else None
-                text = fw.group_error.format(module=rm.name, size=size, group=g) \
-                    if (fw.group_error and scheme.name == "mxfp4" and ctx.plan.quant.method == "quark") else None
+                raises = any(s.method == ctx.plan.quant.method and s.scheme == scheme.name for s in fw.group_error_schemes)
+                text = fw.group_error.format(module=rm.name, size=size, group=g) if (fw.group_error and raises) else None
             else:
                 continue
             if size is not None and size % g:

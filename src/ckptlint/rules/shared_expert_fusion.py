@@ -39,6 +39,7 @@ class SharedExpertFusionMismatch(Rule):
         plan = ctx.plan
         if plan is None or not plan.simulated or not plan.fusion:
             return
+        flag = plan.arch.shared_experts_fusion.disable_flag
         for rm in plan.modules.values():
             if not rm.fused_into:
                 continue
@@ -58,7 +59,7 @@ class SharedExpertFusionMismatch(Rule):
                 f"`{rm.name}` is loaded into `{moe.name}` as one more routed expert (shared-experts fusion: "
                 f"{plan.fusion_reason}), but it is stored {stored} while the routed experts are built {built}; "
                 f"{detail}", module=rm.name, tensors=rm.tensors, error_text=text,
-                hint="start SGLang with --disable-shared-experts-fusion (a server flag), or store the shared "
+                hint=f"start SGLang with {flag} (a server flag), or store the shared "
                      "expert in the routed experts' format",
                 assumptions=[f"shared-experts fusion at the default for {plan.target.resolved} on {plan.gpu}"],
-                data={"fused_into": moe.name, "server_flag": "--disable-shared-experts-fusion"})
+                data={"fused_into": moe.name, "server_flag": flag})

@@ -117,11 +117,11 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
             if hit is not None:
                 return hit, f"a child of `{name}` (per-expert entry)", None
         elif method.moe == "reversed_substring":
-            hit = next((e for e in excl.entries if "experts" in e and name in e), None)
+            hit = next((e for e in excl.entries if method.moe_entry_word in e and name in e), None)
             if hit is not None:
                 return hit, f"`{name}` as a substring of the entry", None
         elif method.moe == "expert0":
-            projs = ("gate_proj", "up_proj", "down_proj")
+            projs = tuple(method.expert0_projections)
             if method.expert0_model_names and rm.shards and rm.shards[0].proj:
                 own = sorted({s.proj for s in rm.shards if s.proj})
                 projs = tuple(own) if own else projs

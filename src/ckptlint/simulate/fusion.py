@@ -26,7 +26,7 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
     unequal = len({repr(config.get(k)) for k in rules.equal_keys}) > 1
     reason = None
     if deployment.shared_experts_fusion is False:
-        reason = "--disable-shared-experts-fusion"
+        reason = rules.disable_flag
     elif rules.architecture is not None and archs[0] != rules.architecture:
         reason = f"config.json architectures[0] is not {rules.architecture}"
     elif rules.routed_counts and routed not in rules.routed_counts:
@@ -50,8 +50,8 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
             if plan.gpu_arch in off.gpu_archs and method in off.methods:
                 reason = off.reason
                 break
-    if reason is None and method in rules.quant_gate:
-        reason = _quant_gate(plan, rules, method)
+    if reason is None and method in rules.quant_gates:
+        reason = _quant_gate(plan, rules, rules.quant_gates[method])
     plan.fusion = reason is None
     plan.fusion_reason = reason or (f"on by default for {archs[0]} ({plan.target.resolved}, {plan.gpu})")
     if not plan.fusion:
@@ -59,7 +59,7 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
     mark = "." + rules.shared_module + "."
     for rm in plan.modules.values():
         if rm.role == "main" and mark in rm.name + ".":
-            moe = rm.name.split(mark)[0] + ".mlp.experts"
+            moe = rm.name.split(mark)[0] + "." + rules.routed_module
             if moe in plan.modules:
                 rm.fused_into = moe
 
@@ -77,33 +77,22 @@ def _off_scheme(plan: State, rules: Any) -> str | None:
     return None
 
 
-def _quant_gate(plan: State, rules: Any, method: str) -> str | None:
-    """can_fuse_shared_expert() of the quant config (sglang-loading.md §2.5). Quark refuses when an
-    exclude entry's text names a shared expert (a substring test, not a resolution of modules; the
-    draft entries of ``rules.quark_gate_exempt`` do not count) or, where ``rules.quark_gate_schemes``
-    says it finds them, when the shared and routed experts use different schemes; ModelOpt NVFP4
-    (0.5.21+) when an `exclude_modules` entry names a shared expert."""
+def _quant_gate(plan: State, rules: Any, gate: Any) -> str | None:
+    """The quant config's can_fuse_shared_expert() (target data ``QuantGate``): it refuses when a skip-list
+    entry's text names a shared expert (the draft entries of ``gate.exempt`` do not count) or, with
+    ``gate.compare_schemes``, when the shared and routed experts are built with different schemes."""
     mark = "." + rules.shared_module + "."
-    if method == "quark":
-        exempt = [re.compile(fmt_mtp(p, {"mtp": layer})) for p in rules.quark_gate_exempt
-                  for layer in (plan.mtp_layers if "{mtp}" in p else [None])]
-        hit = next((e for e in plan.exclude_entries if _names_shared_expert(e, rules)
-                    and not any(rx.search(e) for rx in exempt)), None)
-        if hit is not None:
-            return f"Quark can_fuse_shared_expert: exclude entry `{hit}` names a shared expert"
-        if rules.quark_gate_schemes:
-            for rm in plan.modules.values():
-                if rm.role == "main" and mark in rm.name + "." and rm.decision is not None and rm.decision.quantized:
-                    moe = plan.modules.get(rm.name.split(mark)[0] + ".mlp.experts")
-                    if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
-                        return "Quark can_fuse_shared_expert: shared and routed experts use different schemes"
-        return None
-    if method == "modelopt_fp4":
-        hit = next((e for e in plan.exclude_main if _names_shared_expert(e, rules)), None)
-        return f"ModelOpt can_fuse_shared_expert: exclude entry `{hit}` names a shared expert" if hit else None
+    exempt = [re.compile(fmt_mtp(p, {"mtp": layer})) for p in gate.exempt
+              for layer in (plan.mtp_layers if "{mtp}" in p else [None])]
+    entries = plan.exclude_entries if gate.entries == "written" else plan.exclude_main
+    hit = next((e for e in entries if gate.entry_word in e and gate.entry_not not in e
+                and not any(rx.search(e) for rx in exempt)), None)
+    if hit is not None:
+        return f"{gate.who} can_fuse_shared_expert: exclude entry `{hit}` names a shared expert"
+    if gate.compare_schemes:
+        for rm in plan.modules.values():
+            if rm.role == "main" and mark in rm.name + "." and rm.decision is not None and rm.decision.quantized:
+                moe = plan.modules.get(rm.name.split(mark)[0] + "." + rules.routed_module)
+                if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
+                    return f"{gate.who} can_fuse_shared_expert: shared and routed experts use different schemes"
     return None
-
-
-def _names_shared_expert(entry: str, rules: Any) -> bool:
-    return rules.gate_entry_word in entry and rules.gate_entry_not not in entry
-

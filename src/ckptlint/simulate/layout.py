@@ -100,18 +100,14 @@ def predict(plan: State, rm: Building, shard: Shard, float_dtype: str) -> Mismat
         up = unexpected_outcome(plan)
         scale_name = f"{shard.ckpt_module}.{extra[0]}" if extra else None
         if extra and up.consequence == "load-error":
-            text = (up.error or "").format(name=_param_name(rm, shard, extra[0]))
+            text = (up.error or "").format(name=_param_name(plan, rm, shard, extra[0]))
             return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
                             f"the unquantized layer has no parameter for `{scale_name}`")
         return Mismatch(shard, "quantized-into-unquantized", Consequence.SILENT_CORRUPTION,
-                        (up.error or "").format(name=_param_name(rm, shard, extra[0])) if extra and up.error else None,
+                        (up.error or "").format(name=_param_name(plan, rm, shard, extra[0])) if extra and up.error else None,
                         f"the {w.dtype} weight is cast into the unquantized {float_dtype} parameter without "
                         "its scales" + (f"; `{scale_name}` is skipped" if scale_name else ""))
     return None
-
-
-def plan_arch_w2(shard: Shard) -> bool:
-    return shard.proj in ("down_proj", "w2")
 
 
 def unexpected_outcome(plan: State):
@@ -121,9 +117,11 @@ def unexpected_outcome(plan: State):
     return plan.target.data.loading.unexpected_param
 
 
-def _param_name(rm: Building, shard: Shard, suffix: str) -> str:
+def _param_name(plan: State, rm: Building, shard: Shard, suffix: str) -> str:
+    """The runtime parameter a checkpoint tensor is loaded into (FusedMoE: w13_* for the gate/up
+    projections, w2_* for the down projection, ``Architecture.expert_w2``)."""
     if rm.kind == "moe":
-        shard_id = "w2" if plan_arch_w2(shard) else "w13"
+        shard_id = "w2" if shard.proj in plan.arch.expert_w2 else "w13"
         return f"{rm.name}.{shard_id}_{suffix}"
     return f"{rm.name}.{suffix}"
 
@@ -201,7 +199,7 @@ def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]
                                + ("loading fails on the unknown name" if cons is Consequence.LOAD_ERROR else
                                   f"`{u}` is skipped and `{m}` keeps its placeholder value"),
                                cons if cons is Consequence.LOAD_ERROR else Consequence.SILENT_CORRUPTION,
-                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
     ms = plan.method.missing_scale if plan.method is not None else None
     for m in missing:
         cons = Consequence(ms.consequence) if ms is not None and "scale" in m else Consequence.SILENT_CORRUPTION
@@ -214,7 +212,7 @@ def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]
         up = unexpected_outcome(plan)
         out.append(LayoutIssue("unexpected", shard, u, f"`{shard.ckpt_module}.{u}` has no parameter in a "
                                f"{scheme.name} module", Consequence(up.consequence),
-                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
     for suffix, e in exp.items():
         if suffix not in stored:
             continue
