@@ -43,7 +43,7 @@ DIMS_FAMILIES = {"glm5": models.MoeDims, "deepseek": models.deepseek_dims, "dens
 CONFIG_PRESETS = {"quark_mxfp4_config": models.quark_mxfp4_config, "ct_config": models.ct_config,
                   "gptq_config": models.gptq_config, "awq_config": models.awq_config}
 MATCH_KEYS = {"code", "target", "module", "consequence", "severity", "file", "error_text", "name"}
-TEXT_FIELDS = ("message", "hint", "error_text")
+TEXT_FIELDS = ("message", "hint", "error_text", "module")
 TEXT_OPS = ("contains", "startswith", "endswith")
 
 
