@@ -41,4 +41,5 @@ def test_case(case, tmp_path, update_goldens):
         return
     assert case.golden.exists(), f"{case.id}: no golden file; run with --update-goldens and review it"
     expected = json.loads(case.golden.read_text(encoding="utf-8"))
-    assert result == expected
+    if result != expected:  # compare as text: pytest then shows a line diff
+        assert dump_golden(result) == dump_golden(expected), f"{case.id}: output differs from {case.golden.name}"
