@@ -82,6 +82,6 @@ class QuantizationMismatch(Rule):
                         if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
                 data = {"direction": first.direction, "matched_entry": d.entry}
             yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
-                               file=next(iter({t.file for t in first.shard.tensors}), None),
+                               file=first.shard.tensors[0].file if first.shard.tensors else None,
                                hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
                                data=data)
