@@ -30,8 +30,8 @@ FORBIDDEN = tuple(
     )
 )
 
-# Source files under src/ckptlint that still cite outside documents, waiting to be converted by whoever
-# owns them (other work is refactoring these modules). Empty this list as they are converted; a path
+# Files (source files under src/ckptlint, and a golden output of one) that still cite outside
+# documents, waiting to be converted by whoever owns them (other work is refactoring these modules). Empty this list as they are converted; a path
 # listed here that no longer cites an outside document (or no longer exists) fails the test, so the
 # list only shrinks.
 PY_NOT_YET_CONVERTED = (
@@ -42,6 +42,9 @@ PY_NOT_YET_CONVERTED = (
     "src/ckptlint/render/sarif.py",
     "src/ckptlint/rules/deployment_shape.py",
     "src/ckptlint/testing/models.py",
+    # output of rules/deployment_shape.py (the DP805 finding's data.source): regenerate the golden with
+    # `CKPTLINT_UPDATE_GOLDENS=1 pytest tests/test_cases.py -k DP805` once that source string is converted
+    "tests/cases/DP805/block-fp8-on-mi300x.golden.json",
 )
 
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".json", ".txt", ".yaml", ".yml", ".cfg", ".ini", ".sh", ".rst"}
