@@ -78,10 +78,15 @@ def _config(path: str | None, config_file: str | None, isolated: bool):
     """The configuration in effect (ckptlint.config); a bad file is a usage error."""
     from ckptlint.config import ConfigError, load
 
+    import typer
+
     try:
-        return load(path, config_file, isolated)
+        cfg = load(path, config_file, isolated)
     except ConfigError as exc:
         _usage_error(str(exc))
+    for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
+        typer.echo(f"ckptlint: {note}", err=True)
+    return cfg
 
 
 def _deployment(cfg, speculative: bool | None, platform, tp: int | None, gpu: str | None = None,
