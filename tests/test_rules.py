@@ -14,7 +14,7 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
                                     glm5_quark_mxfp4, modelopt_nvfp4)
 from helpers import build, run
 
-RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG603", "TG604", "CF311",
+RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG603", "TG604", "CF311", "CF312",
               "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
 
 
