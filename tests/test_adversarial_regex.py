@@ -200,3 +200,16 @@ def test_redos_corpus_on_the_command_line(tmp_path, entry):
     r = run_cli(["check", str(path), "-t", "vllm==0.33.0", "-t", "sglang==0.5.23", "-f", "json"], cwd=tmp_path)
     r.assert_clean(codes=(1,), budget_s=userregex.TOTAL_BUDGET_S + 12, mem_mib=250)
     assert '"code": "CF312"' in r.out
+
+
+def test_cf312_modelopt_glob_with_regex_metacharacters(tmp_path):
+    # ModelOpt turns `.` into `\.` and `*` into `.*`; other metacharacters pass through, so this glob
+    # is the regex ([a-z_\.0-9]+)+X, fullmatched against every module name.
+    from ckptlint.testing.models import MoeDims, modelopt_nvfp4
+
+    spec = modelopt_nvfp4(MoeDims(num_hidden_layers=3), with_mtp=False)
+    spec.hf_quant_config["quantization"]["exclude_modules"].append("([a-z_.0-9]+)+X")
+    rep = run(build(tmp_path, spec), "sglang==0.5.23")
+    (f,) = [f for f in rep.findings if f.code == "CF312"]
+    assert f.message.startswith(r"`exclude_modules` glob (as a regex) `([a-z_\.0-9]+)+X`")
+    assert f.file == "hf_quant_config.json" and f.consequence.value == "load-error"

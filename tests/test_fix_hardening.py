@@ -301,3 +301,54 @@ def test_concurrent_runs_lose_nothing(ckpt, tmp_path):
     assert len(wrote) == 1, results  # the others saw the file change under them and wrote nothing
     assert wrote[0]["notes"] == ["original saved as config.json.orig"]
     assert (ckpt / "config.json.orig").read_bytes() == original and temps(ckpt) == []
+
+
+# --- the textual editor, on generated documents and layouts ----------------------------------------
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ckptlint import jsonedit  # noqa: E402
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(doc=st.dictionaries(st.text(max_size=6), _JSON, max_size=4),
+       section=st.dictionaries(st.text(max_size=6).filter(lambda k: k != "skip"), _JSON, max_size=4),
+       current=st.sampled_from(["absent", "null", "empty", "some"]),
+       kind=st.sampled_from(["array", "object"]),
+       layout=st.sampled_from([(None, (", ", ": ")), (None, (",", ":")), (2, None), (4, None), ("\t", None)]),
+       crlf=st.booleans(), ascii_=st.booleans(),
+       new=st.lists(st.text(min_size=1, max_size=8), min_size=1, max_size=3, unique=True))
+def test_extend_only_inserts_and_gives_the_intended_document(doc, section, current, kind, layout, crlf, ascii_, new):
+    import copy
+
+    section = dict(section)
+    existing: object = {"array": ["x"], "object": {"-:x": {}}}[kind] if current == "some" else \
+        {"array": [], "object": {}}[kind] if current == "empty" else None
+    if current != "absent":
+        section["skip"] = existing
+    doc = {**doc, "quantization_config": section}
+    indent, seps = layout
+    text = json.dumps(doc, indent=indent, separators=seps, ensure_ascii=ascii_)
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    expected = copy.deepcopy(doc)
+    if kind == "array":
+        items = [json.dumps(e, ensure_ascii=False) for e in new]
+        expected["quantization_config"]["skip"] = list(existing or []) + new
+    else:
+        items = [("-:" + e, "{}") for e in new if "-:" + e != "-:x"]
+        expected["quantization_config"]["skip"] = {**(existing or {}), **{k: {} for k, _ in items}}
+    out = jsonedit.extend(text, ["quantization_config"], "skip", items, kind)
+    jsonedit.check(out, expected)
+    if current in ("some", "absent") or (current == "empty" and indent is None):
+        only_inserts(text, out)  # nothing of the original text changes
+    if not crlf:
+        assert "\r" not in out
+    elif indent is not None:
+        assert "\r\n" in out and "\n" not in out.replace("\r\n", "")

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ckptlint import jsonedit
+from ckptlint import jsonedit, userregex
 from ckptlint.deployment import Deployment
 from ckptlint.engine import check_loaded
 from ckptlint.findings import Finding
@@ -53,6 +53,7 @@ class FixPlan:
 def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
              others: list[Target] | None = None) -> FixPlan:
     deployment = deployment or Deployment()
+    userregex.reset()  # config regexes get a fresh time budget for this checkpoint
     ckpt = load_checkpoint(path)
     report = check_loaded(ckpt, [target], deployment)
     out = FixPlan()
