@@ -46,9 +46,9 @@ from email.message import Message
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardInfo, ShardRead, _f, read_header
 from ckptlint.reader.jsonfiles import JsonRead, parse_json_bytes
+from ckptlint.reader.names import CONFIG_NAME, HF_SCHEME, INDEX_NAME, QUANT_CONFIG_NAME
 from ckptlint.reader.source import NotACheckpoint, Source
 
-HF_SCHEME = "hf://"
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_REVISION = "main"
 FIRST_RANGE = 100_000  # bytes asked for first (huggingface_hub asks for the same)
@@ -382,8 +382,6 @@ class HubRepo(Source):
         return {n for n in names if "/" not in n}
 
     def _probe(self) -> set[str]:
-        from ckptlint.reader.loader import CONFIG_NAME, INDEX_NAME, QUANT_CONFIG_NAME
-
         wanted = [CONFIG_NAME, QUANT_CONFIG_NAME, INDEX_NAME]
         with ThreadPoolExecutor(max_workers=3) as ex:
             got = dict(zip(wanted, ex.map(self._fetch_json, wanted)))
