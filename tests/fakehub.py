@@ -14,21 +14,30 @@ Switches (attributes, change them before the request): ``missing`` (404 and not 
 ``content_range`` (send this Content-Range instead, None: none at all), ``fail`` (statuses
 answered first, one per request), ``require_token`` (401 GatedRepo without it), ``forbidden``
 (403 GatedRepo for these files), ``garbage`` (serve these bytes instead), ``api`` (False: no
-listing API, 404). Counters: ``served[file]`` body bytes written, ``log`` of requests.
+listing API, 404), ``retry_after`` (the Retry-After value sent with a 429), ``error_message``
+(an X-Error-Message sent with 401/403 answers), ``location`` (send this Location for a file's
+redirect instead of the CDN), ``slow`` (``{file: (phase, seconds)}``: a slow-loris answer, one
+byte every ``seconds``, during ``"headers"`` or the ``"body"``), ``latency`` (seconds slept before
+answering any request, on both servers, as a round trip to a far server costs). Counters:
+``served[file]`` body bytes written, ``log`` of requests (``conn`` tells connections apart: HTTP/1.1
+keep-alive is on).
 """
 
 from __future__ import annotations
 
 import http.server
+import itertools
 import json
 import os
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 _MISSING: Any = object()
+_CONNECTIONS = itertools.count(1)
 
 
 class FakeHub:
@@ -44,6 +53,11 @@ class FakeHub:
         self.forbidden: set[str] = set()
         self.garbage: dict[str, bytes] = {}
         self.api = True
+        self.retry_after = "0"
+        self.error_message = "Access to this repo is restricted"
+        self.location: dict[str, str] = {}
+        self.slow: dict[str, tuple[str, float]] = {}
+        self.latency = 0.0
         self.served: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -75,6 +89,9 @@ class FakeHub:
     def shard_bytes(self) -> int:
         return sum(os.path.getsize(self.root / n) for n in self.files() if n.endswith(".safetensors"))
 
+    def connections(self, server: str | None = None) -> int:
+        return len({(r["server"], r["conn"]) for r in self.log if server is None or r["server"] == server})
+
     def requests(self, file: str | None = None, server: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.log if (file is None or r["file"] == file) and (server is None or r["server"] == server)]
 
@@ -92,6 +109,12 @@ def _server(hub: FakeHub, role: str) -> http.server.ThreadingHTTPServer:
 class _Handler(http.server.BaseHTTPRequestHandler):
     hub: FakeHub
     role: str
+    protocol_version = "HTTP/1.1"  # keep-alive, like the real Hub and CDN
+    conn_no = 0
+
+    def setup(self) -> None:
+        super().setup()
+        self.conn_no = next(_CONNECTIONS)
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -117,8 +140,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             file = _unquote(c.group(1))
         with hub._lock:
             hub.log.append({"server": self.role, "method": self.command, "path": path, "file": file,
-                            "range": self.headers.get("Range"), "auth": self.headers.get("Authorization")})
+                            "range": self.headers.get("Range"), "auth": self.headers.get("Authorization"),
+                            "conn": self.conn_no})
+        if hub.latency:
+            time.sleep(hub.latency)
         try:
+            if file is not None and file in hub.slow and (m or c):
+                return self._slow(*hub.slow[file])
             if a and not m:
                 return self._api(_unquote(a.group(1)), _unquote(a.group(2) or "main"))
             if m:
@@ -127,7 +155,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._serve(file, head)
             self._status(404, {"X-Error-Code": "EntryNotFound"})
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            self.close_connection = True
+
+    def _slow(self, phase: str, every: float) -> None:
+        """A slow-loris answer: one byte every ``every`` seconds, in the status line and headers or
+        in a body that claims 1 MB, until the client goes away."""
+        self.close_connection = True
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"
+        if phase == "body":
+            self.wfile.write(head)
+            head = b"x" * 1_000_000
+        for i in range(len(head)):
+            self.wfile.write(head[i:i + 1])
+            self.wfile.flush()
+            time.sleep(every)
 
     def _status(self, code: int, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
         self.send_response(code)
@@ -147,7 +188,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not hub.api:
             return self._status(404, body=b"Not Found")
         if not self._authorized():
-            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if repo != hub.repo:
             return self._status(404, {"X-Error-Code": "RepoNotFound"})
         if rev not in ("main", COMMIT):
@@ -162,20 +203,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if rev not in ("main", COMMIT):
             return self._status(404, {"X-Error-Code": "RevisionNotFound"})
         if not self._authorized():
-            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if file in hub.forbidden:
-            return self._status(403, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this file is restricted"})
+            return self._status(403, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if "/" in file or file in hub.missing or not (hub.root / file).is_file():
             return self._status(404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
         with hub._lock:
             queue = hub.fail.get(file)
             status = queue.pop(0) if queue else None
         if status is not None:
-            return self._status(status, {"Retry-After": "0"} if status == 429 else None, b"try again")
+            return self._status(status, {"Retry-After": hub.retry_after} if status == 429 else None, b"try again")
         common = {"X-Repo-Commit": COMMIT, "ETag": f'"{abs(hash(file)):x}"'}
         if file.endswith(".safetensors"):
             size = self._size(file)
-            loc = f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"
+            loc = hub.location.get(file) or f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"
             return self._status(302, {**common, "Location": loc, "X-Linked-Size": str(size),
                                       "X-Linked-Etag": f'"{abs(hash(file)):x}"'})
         self._serve(file, head, common)
