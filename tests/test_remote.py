@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -378,3 +379,196 @@ def test_progress_for_remote_and_many_local_shards(tmp_path, serve, monkeypatch)
     tty.seek(0)
     load_checkpoint(URL, endpoint=hub.endpoint, progress=False)
     assert tty.getvalue() == ""
+
+
+# ------------------------------------------------------------------ concurrency, sizing, keep-alive
+
+
+def _many(tmp_path, n: int) -> Path:
+    return write_checkpoint(tmp_path / "many", tensors="\n".join(f"layer.{i}.weight BF16 [64, 64]" for i in range(n)),
+                            shards=n)
+
+
+def test_shards_are_read_concurrently_over_few_connections(tmp_path, serve):
+    n = 32
+    hub = serve(_many(tmp_path, n))
+    hub.latency = 0.1  # per request: one shard costs 0.2 s (the Hub's redirect, then the CDN)
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    took = time.monotonic() - t0
+    assert rem.checkpoint.issues == [] and len(rem.checkpoint.shards) == n
+    assert took < n * 0.2 / 2, took  # one after the other would take 6.4 s; 16 at a time, 2 rounds
+    # one range per shard, sized from the index; kept-alive connections (at most one per worker and server)
+    assert all(len(hub.requests(shard_name(i, n), "cdn")) == 1 for i in range(1, n + 1))
+    assert hub.connections() <= 2 * remote.WORKERS + 2 < len(hub.log)
+
+
+def test_first_range_is_sized_from_the_index(tmp_path, serve):
+    path = build(tmp_path, glm5_quark_mxfp4(BIG), shards=6)
+    hub = serve(path)
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    header = sum(s.header_len + 8 for s in rem.checkpoint.shards.values())
+    fetched = sum(v for k, v in hub.served.items() if k.endswith(".safetensors"))
+    for name in rem.checkpoint.shards:
+        assert len(hub.requests(name, "cdn")) == 1, name
+    assert header <= fetched <= 1.1 * header
+
+
+# ------------------------------------------------------------------ hardening: time, secrets, settings
+
+
+def _run_cli(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    full = {**os.environ, "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost", **env}
+    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if k not in env:
+            full.pop(k, None)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=timeout,
+                       env=full)
+    return r, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("what, phase", [(S2, "headers"), (S2, "body"), ("config.json", "headers")])
+def test_slow_loris_cannot_hold_the_check(tmp_path, serve, what, phase):
+    # one byte every 0.2 s: never idle as long as the 0.5 s timeout, and a 1 MB answer would take days
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    hub.slow[what] = (phase, 0.2)
+    r, took = _run_cli(["check", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.23", "-f", "json", "-q"],
+                       {"HF_HUB_DOWNLOAD_TIMEOUT": "0.5"}, timeout=40)
+    # each request ends within 6 x 0.5 s, retries included; the process starts in ~1 s
+    assert took < 12, took
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    [f] = [f for f in json.loads(r.stdout)["findings"] if f["file"] == what]
+    assert f["code"] in ("SF117", "CF302") and "no complete answer" in f["message"], f
+
+
+def test_overall_time_limit(tmp_path, serve, monkeypatch):
+    n = 4
+    hub = serve(_many(tmp_path, n))
+    for i in range(1, n + 1):
+        hub.slow[shard_name(i, n)] = ("body", 0.1)
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "0.5")
+    monkeypatch.setattr(hubhttp, "TOTAL_TIMEOUTS", 4)  # 2 s for everything
+    monkeypatch.setattr(remote, "WORKERS", 1)
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    took = time.monotonic() - t0
+    assert took < 4, took
+    msgs = [f.message for f in rem.checkpoint.issues if f.code == "SF117"]
+    assert len(msgs) == n
+    assert any("time limit for all requests" in m for m in msgs), msgs
+
+
+def test_retry_after_is_honoured_and_bounded(tmp_path, serve, monkeypatch):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    hub.fail = {S1: [429]}
+    hub.retry_after = "1"
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert time.monotonic() - t0 >= 1.0 and rem.checkpoint.issues == []
+    monkeypatch.setattr(hubhttp, "MAX_BACKOFF", 0.3)
+    hub.fail = {S1: [429, 429]}
+    hub.retry_after = "3600"
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert time.monotonic() - t0 < 3 and rem.checkpoint.issues == []
+
+
+def test_token_with_a_newline_is_a_usage_error_and_never_printed(tmp_path, serve, monkeypatch, capsys):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    monkeypatch.setenv("HF_TOKEN", "hf_SECRETpart1\nSECRETpart2")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and "HF_TOKEN is not a usable token" in err
+    assert "SECRET" not in out + err and "Traceback" not in err and err.count("\n") == 1
+    assert hub.log == []  # nothing was sent
+
+
+def test_credentials_are_redacted_from_every_message(tmp_path, serve, monkeypatch, capsys):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    token = "hf_TOPSECRETtoken0123"
+    monkeypatch.setenv("HF_TOKEN", token)
+    hub.error_message = f"invalid credentials in header 'authorization': Bearer {token}"  # a server that echoes it
+    hub.forbidden.add(S2)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.23", "-f", "json", "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 1
+    [f] = [f for f in json.loads(out)["findings"] if f["file"] == S2]
+    assert "403" in f["message"] and "Bearer ***" in f["message"]
+    assert "TOPSECRET" not in out + err
+    hub.require_token = "hf_other"  # now the whole repository says 401 with the echo
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and "401" in err and "TOPSECRET" not in out + err
+
+
+def _listener():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(5)
+    s.setblocking(False)
+    return s
+
+
+@pytest.mark.parametrize("scheme", ["ftp", "file", "gopher"])
+def test_redirects_only_to_http(tmp_path, serve, scheme):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    trap = _listener()
+    port = trap.getsockname()[1]
+    hub.location[S2] = f"{scheme}://127.0.0.1:{port}/etc/passwd" if scheme != "file" else "file:///etc/passwd"
+    try:
+        rem = _remote(hub, targets=["sglang==0.5.23"])
+        [f] = [f for f in rem.checkpoint.issues if f.file == S2]
+        assert f.code == "SF117" and f"a {scheme}: URL" in f.message and "only http and https" in f.message
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nobody connected to the redirect's target
+    finally:
+        trap.close()
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "nan"}, "HF_HUB_DOWNLOAD_TIMEOUT='nan' is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "-1"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "inf"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "1e400"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "ten"}, "is not a usable timeout"),
+    ({"HF_ENDPOINT": "http://[::1"}, "not a URL"),
+    ({"HF_ENDPOINT": "http://127.0.0.1:99999"}, "not a URL"),
+    ({"HF_ENDPOINT": "http://exa mple.com"}, "no spaces or control characters"),
+    ({"HF_ENDPOINT": "ftp://example.com"}, "expected http(s)://HOST"),
+    ({"HF_ENDPOINT": "http://user:hunter2@example.com"}, "credentials in the URL are not sent"),
+    ({"HF_ENDPOINT": "http://" + "a" * 300 + ".com"}, "the host name is not valid"),
+    ({"HF_ENDPOINT": "https://example.com/?x=1"}, "without ?query"),
+])
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_unusable_settings_are_exit_2(monkeypatch, capsys, env, needle, command):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    if "HF_ENDPOINT" not in env:
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, URL, "-t", "sglang==0.5.23"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and needle in err, err
+    assert "Traceback" not in err and "internal error" not in err and err.count("\n") == 1
+    assert "hunter2" not in err
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("hf://org/" + "a" * 5000, "the repository id is 5,004 characters long"),
+    ("hf://org/repo@" + "r" * 70000, "the revision is 70,000 characters long"),
+    ("hf://org/repo@main\nx", "bad revision"),
+])
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_over_long_or_bad_names_are_exit_2(capsys, url, needle, command):
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, url, "--endpoint", "http://127.0.0.1:9", "-t", "sglang==0.5.23"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and needle in err and "internal error" not in err
+    assert len(err) < 400  # the name is not echoed in full

@@ -172,11 +172,16 @@ def load_file(path: str | Path) -> LoadedConfig:
 
 
 def _config_dir(checkpoint: str | Path) -> Path | None:
+    if str(checkpoint).startswith("hf://"):
+        return None  # a remote repository has no directory here (and its own settings never apply)
     p = Path(checkpoint)
-    if p.is_dir():
-        return p
-    if p.is_file():
-        return p.parent
+    try:
+        if p.is_dir():
+            return p
+        if p.is_file():
+            return p.parent
+    except OSError:  # e.g. a name too long for the file system: reported when the checkpoint is read
+        pass
     return None
 
 
