@@ -25,11 +25,15 @@ keep-alive is on).
 
 from __future__ import annotations
 
+import http.client
 import http.server
 import itertools
 import json
 import os
 import re
+import select
+import socket
+import ssl
 import threading
 import time
 from pathlib import Path
@@ -41,7 +45,7 @@ _CONNECTIONS = itertools.count(1)
 
 
 class FakeHub:
-    def __init__(self, root: Path, repo: str = "org/repo") -> None:
+    def __init__(self, root: Path, repo: str = "org/repo", tls: ssl.SSLContext | None = None) -> None:
         self.root = Path(root)
         self.repo = repo
         self.missing: set[str] = set()
@@ -61,17 +65,18 @@ class FakeHub:
         self.served: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self.hub = _server(self, "hub")
-        self.cdn = _server(self, "cdn")
+        self.scheme = "https" if tls is not None else "http"
+        self.hub = _server(self, "hub", tls)
+        self.cdn = _server(self, "cdn", tls)
         self._threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in (self.hub, self.cdn)]
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.hub.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.hub.server_address[1]}"
 
     @property
     def cdn_origin(self) -> str:
-        return f"http://127.0.0.1:{self.cdn.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.cdn.server_address[1]}"
 
     def start(self) -> "FakeHub":
         for t in self._threads:
@@ -96,13 +101,15 @@ class FakeHub:
         return [r for r in self.log if (file is None or r["file"] == file) and (server is None or r["server"] == server)]
 
 
-def _server(hub: FakeHub, role: str) -> http.server.ThreadingHTTPServer:
+def _server(hub: FakeHub, role: str, tls: ssl.SSLContext | None = None) -> http.server.ThreadingHTTPServer:
     class Handler(_Handler):
         pass
 
     Handler.hub, Handler.role = hub, role
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
+    if tls is not None:
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     return srv
 
 
@@ -287,3 +294,73 @@ def _unquote(s: str) -> str:
     from urllib.parse import unquote
 
     return unquote(s)
+
+
+class ForwardProxy:
+    """A forward proxy on 127.0.0.1 (``http_proxy``/``https_proxy``): GETs in absolute form are
+    forwarded, ``CONNECT`` is tunnelled. ``log``: (method, target, Proxy-Authorization) per request."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, str | None]] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                from urllib.parse import urlsplit
+
+                proxy.log.append(("GET", self.path, self.headers.get("Proxy-Authorization")))
+                u = urlsplit(self.path)
+                conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+                keep = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-authorization", "connection")}
+                conn.request("GET", u.path + (f"?{u.query}" if u.query else ""), headers=keep)
+                r = conn.getresponse()
+                body = r.read()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                conn.close()
+
+            def do_CONNECT(self) -> None:
+                proxy.log.append(("CONNECT", self.path, self.headers.get("Proxy-Authorization")))
+                host, _, port = self.path.rpartition(":")
+                upstream = socket.create_connection((host, int(port)), timeout=30)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+                self.close_connection = True
+                socks = [self.connection, upstream]
+                try:
+                    while True:
+                        ready, _, _ = select.select(socks, [], [], 30)
+                        if not ready:
+                            return
+                        for s in ready:
+                            data = s.recv(1 << 16)
+                            if not data:
+                                return
+                            (upstream if s is self.connection else self.connection).sendall(data)
+                except OSError:
+                    return
+                finally:
+                    upstream.close()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

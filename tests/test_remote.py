@@ -572,3 +572,74 @@ def test_over_long_or_bad_names_are_exit_2(capsys, url, needle, command):
     err = capsys.readouterr().err
     assert e.value.code == 2 and needle in err and "internal error" not in err
     assert len(err) < 400  # the name is not echoed in full
+
+
+# ------------------------------------------------------------------ proxies and TLS
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    from fakehub import ForwardProxy
+
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    p = ForwardProxy()
+    yield p
+    p.stop()
+
+
+def test_http_proxy_from_the_environment(tmp_path, serve, proxy, monkeypatch):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    monkeypatch.setenv("http_proxy", proxy.url.replace("://", "://user:pr0xy-pw@"))
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    targets = [t for m, t, _ in proxy.log]
+    assert any(t.startswith(hub.endpoint + "/api/models/") for t in targets)
+    assert any(t.startswith(hub.cdn_origin + "/cdn/") for t in targets)
+    assert all(a == "Basic dXNlcjpwcjB4eS1wdw==" for _, _, a in proxy.log)  # user:pr0xy-pw
+    assert all(r["auth"] is None for r in hub.requests(server="cdn"))
+    assert hub.requests(server="hub") and all(r["auth"] == "Bearer hf_secret" for r in hub.requests(server="hub"))
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a certificate for the TLS test")
+    d = tmp_path_factory.mktemp("tls")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"openssl could not make a certificate: {r.stderr[-300:]}")
+    return d / "cert.pem", d / "key.pem"
+
+
+@pytest.mark.parametrize("via_proxy", [False, True], ids=["direct", "connect-proxy"])
+def test_https_hub_and_cdn(tmp_path, tls_files, monkeypatch, request, via_proxy):
+    import ssl
+
+    cert, key = tls_files
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = FakeHub(path, tls=ctx).start()
+    request.addfinalizer(hub.stop)
+    assert hub.endpoint.startswith("https://")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    with pytest.raises(NotACheckpoint, match="certificate verification failed"):
+        _remote(hub, targets=FEW)  # not trusted yet
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    if via_proxy:
+        p = request.getfixturevalue("proxy")
+        monkeypatch.setenv("https_proxy", p.url)
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    assert all(r["auth"] is None for r in hub.requests(server="cdn"))
+    assert all(r["auth"] == "Bearer hf_secret" for r in hub.requests(server="hub"))
+    if via_proxy:
+        tunnels = {t for m, t, _ in p.log if m == "CONNECT"}
+        assert tunnels == {hub.endpoint[len("https://"):], hub.cdn_origin[len("https://"):]}
