@@ -18,7 +18,9 @@ listing API, 404), ``retry_after`` (the Retry-After value sent with a 429), ``er
 (an X-Error-Message sent with 401/403 answers), ``location`` (send this Location for a file's
 redirect instead of the CDN), ``slow`` (``{file: (phase, seconds)}``: a slow-loris answer, one
 byte every ``seconds``, during ``"headers"`` or the ``"body"``), ``latency`` (seconds slept before
-answering any request, on both servers, as a round trip to a far server costs). Counters:
+answering any request, on both servers, as a round trip to a far server costs), ``branch_commit``
+(the X-Repo-Commit answered to requests by branch name: another value plays a branch that moved
+after the listing). Counters:
 ``served[file]`` body bytes written, ``log`` of requests (``conn`` tells connections apart: HTTP/1.1
 keep-alive is on).
 """
@@ -62,6 +64,7 @@ class FakeHub:
         self.location: dict[str, str] = {}
         self.slow: dict[str, tuple[str, float]] = {}
         self.latency = 0.0
+        self.branch_commit = COMMIT
         self.served: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -207,7 +210,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         hub = self.hub
         if repo != hub.repo:
             return self._status(404, {"X-Error-Code": "RepoNotFound"})
-        if rev not in ("main", COMMIT):
+        if rev not in ("main", COMMIT, hub.branch_commit):
             return self._status(404, {"X-Error-Code": "RevisionNotFound"})
         if not self._authorized():
             return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
@@ -220,7 +223,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             status = queue.pop(0) if queue else None
         if status is not None:
             return self._status(status, {"Retry-After": hub.retry_after} if status == 429 else None, b"try again")
-        common = {"X-Repo-Commit": COMMIT, "ETag": f'"{abs(hash(file)):x}"'}
+        common = {"X-Repo-Commit": COMMIT if rev == COMMIT else hub.branch_commit, "ETag": f'"{abs(hash(file)):x}"'}
         if file.endswith(".safetensors"):
             size = self._size(file)
             loc = hub.location.get(file) or f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"

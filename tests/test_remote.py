@@ -643,3 +643,27 @@ def test_https_hub_and_cdn(tmp_path, tls_files, monkeypatch, request, via_proxy)
     if via_proxy:
         tunnels = {t for m, t, _ in p.log if m == "CONNECT"}
         assert tunnels == {hub.endpoint[len("https://"):], hub.cdn_origin[len("https://"):]}
+
+
+@pytest.mark.parametrize("api", [True, False], ids=["listed", "probed"])
+@pytest.mark.parametrize("moved", [False, True], ids=["same", "branch-moved"])
+def test_cli_reads_in_the_background_pinned_to_one_commit(tmp_path, serve, capsys, api, moved):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.api = api
+    if moved:
+        hub.branch_commit = "f" * 40  # answers by branch name come from a newer commit than the listing
+    args = ["check", "-t", "sglang==0.5.15", "-t", "vllm==0.33.0", "-f", "json", "-q"]
+    with pytest.raises(SystemExit) as e:
+        cli.main([*args, URL, "--endpoint", hub.endpoint])
+    rem = json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit) as e2:
+        cli.main([*args, str(path)])
+    local = json.loads(capsys.readouterr().out)
+    assert e.value.code == e2.value.code == 1
+    assert json.dumps(rem["findings"]).replace(URL, "<R>") == json.dumps(local["findings"]).replace(str(path), "<R>")
+    revs = {(r["file"], r["path"].split("/resolve/")[1].split("/")[0]) for r in hub.requests(server="hub") if r["file"]}
+    shard_revs = {rev for f, rev in revs if f.endswith(".safetensors")}
+    assert shard_revs == ({COMMIT} if api else {"f" * 40} if moved else {COMMIT})
+    if api:  # the JSON files were asked for by branch at once; asked again by commit only when the branch moved
+        assert ("config.json", "main") in revs and (("config.json", COMMIT) in revs) == moved

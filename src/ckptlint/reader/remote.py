@@ -64,6 +64,7 @@ MAX_TIMEOUT = 3600.0
 FIRST_RANGE = 100_000  # bytes asked for first when nothing says how long the header is
 MAX_JSON = 256 * 1024 * 1024
 WORKERS = 16
+SIDE_FILES = (INDEX_NAME, CONFIG_NAME, QUANT_CONFIG_NAME)  # the index first: it sizes the shard reads
 MAX_REPO_ID = 96  # the Hub's limit on ORG/NAME
 MAX_REVISION = 255
 _TRUE = {"1", "on", "yes", "true"}
@@ -322,6 +323,7 @@ class HubRepo(Source):
         self._pool: ThreadPoolExecutor | None = None
         self._boot: Future | None = None
         self._json_jobs: dict[str, Future] = {}
+        self._seen: dict[str, str] = {}  # JSON file -> the commit its answer named
         self._shard_jobs: dict[str, Future] = {}
         self._closed = False
 
@@ -339,17 +341,27 @@ class HubRepo(Source):
             self._boot = self._executor().submit(self._bootstrap)
 
     def _bootstrap(self) -> set[str]:
+        # The JSON files are asked for by revision at once, alongside the listing (a round trip
+        # saved); one whose answer names another commit than the listing is fetched again, pinned.
+        ex = self._executor()
+        with self._lock:
+            for n in SIDE_FILES:
+                self._json_jobs[n] = ex.submit(self._fetch_json, n, self.revision)
         names = self._list_or_probe()
-        self._fetch_side_files(names)
         if self.complete:  # the listing is authoritative: every shard file is read, whatever the index says
             self._submit_shards(shard_files(names))
+        for n in SIDE_FILES:
+            if n in names and self._commit is not None and self._seen.get(n) != self._commit:
+                self._json_jobs[n].result()
+                if self._seen.get(n) != self._commit:
+                    self._json_jobs[n] = ex.submit(self._fetch_json, n)
         return names
 
     def _fetch_side_files(self, names: set[str]) -> None:
         """Start fetching the JSON files the listing names (the index first: it sizes the shard reads)."""
         ex = self._executor()
         with self._lock:
-            for n in (INDEX_NAME, CONFIG_NAME, QUANT_CONFIG_NAME):
+            for n in SIDE_FILES:
                 if n in names and n not in self._json and n not in self._json_jobs:
                     self._json_jobs[n] = ex.submit(self._fetch_json, n)
 
@@ -380,8 +392,8 @@ class HubRepo(Source):
 
     # ------------------------------------------------------------------ URLs
 
-    def _url(self, name: str) -> str:
-        rev = self._commit or self.revision
+    def _url(self, name: str, revision: str | None = None) -> str:
+        rev = revision or self._commit or self.revision
         return (f"{self.endpoint}/{urllib.parse.quote(self.repo_id, safe='/')}/resolve/"
                 f"{urllib.parse.quote(rev, safe='')}/{urllib.parse.quote(name, safe='/')}")
 
@@ -452,7 +464,8 @@ class HubRepo(Source):
     def _probe(self) -> set[str]:
         wanted = [CONFIG_NAME, QUANT_CONFIG_NAME, INDEX_NAME]
         ex = self._executor()
-        got = dict(zip(wanted, [f.result() for f in [ex.submit(self._fetch_json, n) for n in wanted]]))
+        jobs = [self._json_jobs.get(n) or ex.submit(self._fetch_json, n) for n in wanted]
+        got = dict(zip(wanted, [f.result() for f in jobs]))
         names = set()
         for name, res in got.items():
             if isinstance(res, RemoteError):
@@ -472,12 +485,14 @@ class HubRepo(Source):
                 self._probed = probe
         return names
 
-    def _fetch_json(self, name: str) -> JsonRead | RemoteError:
+    def _fetch_json(self, name: str, revision: str | None = None) -> JsonRead | RemoteError:
+        """Fetch and parse a JSON file, at the pinned commit (or at ``revision``)."""
         try:
-            r = self.client.get(self._url(name), limit=MAX_JSON + 1)
+            r = self.client.get(self._url(name, revision), limit=MAX_JSON + 1)
         except RemoteError as e:
             return e
         self._pin(r.headers)
+        self._seen[name] = (r.headers.get("X-Repo-Commit") or "").strip()
         if len(r.body) > MAX_JSON:
             return JsonRead(error=f"is larger than {MAX_JSON // 2**20} MB; not read", unreadable=True)
         res = parse_json_bytes(r.body)
