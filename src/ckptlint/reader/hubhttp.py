@@ -20,10 +20,8 @@
 from __future__ import annotations
 
 import email.utils
-import heapq
 import http
 import http.client
-import itertools
 import re
 import socket
 import ssl
@@ -35,6 +33,8 @@ from base64 import b64encode
 from dataclasses import dataclass, field
 from email.message import Message
 from typing import Iterable
+
+from ckptlint.reader.hubconn import WATCHDOG, HTTPConnection, HTTPSConnection
 
 ATTEMPTS = 4  # per request: 1 + 3 retries
 BACKOFF = 0.5  # seconds, doubled per retry (tests lower it)
@@ -137,70 +137,6 @@ def _retry_after(headers: Message | None) -> float | None:
     if when is None or when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - time.time())
-
-
-# ---------------------------------------------------------------------------------- deadlines
-
-
-class _Guard:
-    __slots__ = ("deadline", "conn", "expired", "live")
-
-    def __init__(self, conn: http.client.HTTPConnection, deadline: float) -> None:
-        self.deadline, self.conn, self.expired, self.live = deadline, conn, False, True
-
-
-class _Watchdog:
-    """One thread that shuts the socket of every request still running at its deadline (a
-    blocked read then returns), so no server can hold a request longer."""
-
-    def __init__(self) -> None:
-        self._cv = threading.Condition()
-        self._heap: list[tuple[float, int, _Guard]] = []
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def arm(self, conn: http.client.HTTPConnection, deadline: float) -> _Guard:
-        g = _Guard(conn, deadline)
-        self.move(g, deadline)
-        return g
-
-    def move(self, g: _Guard, deadline: float) -> None:
-        with self._cv:
-            g.deadline = deadline
-            heapq.heappush(self._heap, (deadline, next(self._seq), g))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="ckptlint-http-deadlines", daemon=True)
-                self._thread.start()
-            self._cv.notify()
-
-    def disarm(self, g: _Guard) -> bool:
-        with self._cv:
-            g.live = False
-            return g.expired
-
-    def _run(self) -> None:
-        while True:
-            with self._cv:
-                while self._heap and (not self._heap[0][2].live or self._heap[0][2].deadline != self._heap[0][0]):
-                    heapq.heappop(self._heap)  # finished, or moved
-                if not self._heap:
-                    self._cv.wait()
-                    continue
-                wait = self._heap[0][0] - time.monotonic()
-                if wait > 0:
-                    self._cv.wait(wait)
-                    continue
-                g = heapq.heappop(self._heap)[2]
-                g.expired = True
-            sock = getattr(g.conn, "raw", None)  # the response may hold it alone (Connection: close)
-            if sock is not None:
-                try:
-                    socket.socket.shutdown(sock, socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-
-_WATCHDOG = _Watchdog()
 
 
 # ---------------------------------------------------------------------------------- the client
@@ -341,7 +277,7 @@ class HttpClient:
             if conn is None:
                 conn = self._connect(route)
             t0 = time.monotonic()
-            guard = _WATCHDOG.arm(conn, min(budget, t0 + ATTEMPT_TIMEOUTS * self.timeout))
+            guard = WATCHDOG.arm(conn, min(budget, t0 + ATTEMPT_TIMEOUTS * self.timeout))
             resp = None
             try:
                 conn.request("GET", route.target, headers=headers)
@@ -349,9 +285,9 @@ class HttpClient:
                 status = resp.status
                 want = limit if status < 300 else MAX_ERROR_BODY
                 length = _length(resp)
-                _WATCHDOG.move(guard, min(budget, guard.deadline + min(want, length or want) / MIN_RATE))
+                WATCHDOG.move(guard, min(budget, guard.deadline + min(want, length or want) / MIN_RATE))
                 body = _read(resp, want)
-                if _WATCHDOG.disarm(guard):
+                if WATCHDOG.disarm(guard):
                     raise OSError("deadline")
                 if length is not None and len(body) < min(want, length):
                     raise RemoteError(f"the response from {host} ended after {len(body):,} of {length:,} bytes",
@@ -365,7 +301,7 @@ class HttpClient:
                 conn.close()
                 raise
             except (http.client.HTTPException, OSError, ValueError, UnicodeError) as e:
-                expired = _WATCHDOG.disarm(guard)
+                expired = WATCHDOG.disarm(guard)
                 conn.close()
                 if expired:
                     took = time.monotonic() - t0
@@ -412,11 +348,11 @@ class HttpClient:
         if route.https:
             if self._ssl is None:
                 self._ssl = ssl.create_default_context()
-            conn: http.client.HTTPConnection = _HTTPSConnection(host, port, timeout=self.timeout, context=self._ssl)
+            conn: http.client.HTTPConnection = HTTPSConnection(host, port, timeout=self.timeout, context=self._ssl)
             if route.proxy is not None:
                 conn.set_tunnel(route.host, route.port, headers=route.proxy_headers)
         else:
-            conn = _HTTPConnection(host, port, timeout=self.timeout)
+            conn = HTTPConnection(host, port, timeout=self.timeout)
         return conn
 
     def _take(self, key: tuple) -> http.client.HTTPConnection | None:
@@ -431,38 +367,6 @@ class HttpClient:
                 conns.append(conn)
                 return
         conn.close()
-
-
-class _Raw:
-    """Keeps the connection's socket in ``raw`` from the moment it exists (the TLS handshake
-    included) for the deadline watchdog; the response may be its only other holder."""
-
-    raw: socket.socket | None = None
-
-    def _keep_raw(self) -> None:
-        create = self._create_connection  # type: ignore[attr-defined]
-
-        def create_and_keep(*args, **kwargs):  # type: ignore[no-untyped-def]
-            self.raw = create(*args, **kwargs)
-            return self.raw
-
-        self._create_connection = create_and_keep  # type: ignore[attr-defined]
-
-    def connect(self) -> None:
-        super().connect()  # type: ignore[misc]
-        self.raw = self.sock  # type: ignore[attr-defined]  # the TLS socket, once there is one
-
-
-class _HTTPConnection(_Raw, http.client.HTTPConnection):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self._keep_raw()
-
-
-class _HTTPSConnection(_Raw, http.client.HTTPSConnection):
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(*args, **kwargs)
-        self._keep_raw()
 
 
 def _length(resp: http.client.HTTPResponse) -> int | None:
