@@ -667,3 +667,26 @@ def test_cli_reads_in_the_background_pinned_to_one_commit(tmp_path, serve, capsy
     assert shard_revs == ({COMMIT} if api else {"f" * 40} if moved else {COMMIT})
     if api:  # the JSON files were asked for by branch at once; asked again by commit only when the branch moved
         assert ("config.json", "main") in revs and (("config.json", COMMIT) in revs) == moved
+
+
+# ------------------------------------------------------------------ the remote benchmark runs
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "benchmarks" / "remote_bench.py").exists(),
+                    reason="benchmarks/ not present")
+def test_remote_benchmark_smoke(tmp_path):
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "remote_bench.py"
+    out = tmp_path / "remote.json"
+    r = subprocess.run([sys.executable, str(bench), "--scale", "tiny", "--reps", "1", "--warmup", "0", "--latency-ms", "5",
+                        "--workdir", str(tmp_path), "--json-out", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "shard/header" in r.stdout
+    d = json.loads(out.read_text())
+    run = d["median_run"]
+    shards = d["checkpoint"]["shards"]
+    assert run["rc"] == d["local_rc"] == 0 and run["findings"] == 0
+    # every shard was redirected once by the Hub and answered once by the CDN; only headers came
+    assert run["cdn_requests"] == shards and run["shards_with_2_ranges"] == 0
+    assert d["checkpoint"]["header_bytes"] <= run["shard_bytes"] < 2 * d["checkpoint"]["header_bytes"]
+    assert run["connections"] < run["requests"]
