@@ -232,8 +232,8 @@ class HubRepo(Source):
             self._submit_shards(shard_files(names))
         for n in SIDE_FILES:
             if n in names and self._commit is not None and self._seen.get(n) != self._commit:
-                self._json_jobs[n].result()
-                if self._seen.get(n) != self._commit:
+                got = self._json_jobs[n].result()  # (a failure, retried already, stays one)
+                if not isinstance(got, RemoteError) and self._seen.get(n) != self._commit:
                     self._json_jobs[n] = ex.submit(self._fetch_json, n)
         return names
 
