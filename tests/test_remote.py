@@ -403,7 +403,9 @@ def test_shards_are_read_concurrently_over_few_connections(tmp_path, serve):
     assert hub.connections() <= 2 * remote.WORKERS + 2 < len(hub.log)
 
 
-def test_first_range_is_sized_from_the_index(tmp_path, serve):
+@pytest.mark.parametrize("workers", [1, 16], ids=["learned", "guessed"])  # one at a time: sizes learned from the first
+def test_first_range_is_sized_from_the_index(tmp_path, serve, monkeypatch, workers):
+    monkeypatch.setattr(remote, "WORKERS", workers)
     path = build(tmp_path, glm5_quark_mxfp4(BIG), shards=6)
     hub = serve(path)
     rem = _remote(hub, targets=["sglang==0.5.23"])

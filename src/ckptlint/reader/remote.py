@@ -65,8 +65,9 @@ class _Sizer:
 
     With an index, a shard's header holds, per tensor the index gives it, the name in quotes
     and an entry of a fairly constant size (``{"dtype":..,"shape":[..],"data_offsets":[..]}``);
-    that entry size is learned from the shards already read (the largest seen, bounded), and
-    guessed (``ENTRY_GUESS``) until one is. Without an index: the largest header seen, else
+    that entry size is learned from the shards already read (5% over the largest seen, which is
+    bounded by twice the median: shards hold different mixes of tensors), and guessed
+    (``ENTRY_GUESS``) until one is. Without an index: the largest header seen, else
     ``FIRST_RANGE``. Too small costs one more request; too large, bytes past the header."""
 
     ENTRY_GUESS = 80
@@ -98,9 +99,9 @@ class _Sizer:
             known = self._per_shard.get(name)
             if known is not None:
                 n, names = known
-                if self._entry:
-                    entry = min(max(self._entry), 2 * sorted(self._entry)[len(self._entry) // 2])
-                    want = names + n * entry * 1.002 + 128
+                if self._entry:  # shards hold different mixes of tensors: 5% more than the largest seen
+                    entry = min(max(self._entry), 2 * sorted(self._entry)[len(self._entry) // 2]) * 1.05 + 2
+                    want = names + n * entry + 128
                 else:
                     want = (names + n * self.ENTRY_GUESS) * 1.02 + 256
             elif self._headers:
