@@ -95,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     index_bytes = desc["index_bytes"]
     json_bytes = sum(os.path.getsize(path / n) for n in os.listdir(path) if n.endswith(".json"))
 
+    load_before = os.getloadavg()[0]
     hub = FakeHub(path).start()
     try:
         hub.latency = a.latency_ms / 1000
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "shard_bytes_ratio": mid["shard_bytes"] / hdr if hdr else None,
         "all_bytes_ratio": mid["all_bytes"] / hdr if hdr else None,
         "local_check_s": local["wall_s"], "local_rc": local["rc"],
+        "loadavg_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
     res["acceptance"] = [
         {"name": f"remote {a.only}, {a.latency_ms:g} ms/request: wall <= {TARGET_WALL_S} s",
@@ -141,7 +143,8 @@ def fmt(res: dict[str, Any]) -> str:
     walls = ", ".join(f"{r['wall_s']:.2f}" for r in res["runs"])
     lines = [
         f"remote check of {res['layout']} ({res['scale']}): {c['shards']} shards, header bytes {c['header_bytes'] / mb:.2f} MB, "
-        f"JSON files {c['json_bytes'] / mb:.2f} MB; {res['latency_ms']:g} ms per request",
+        f"JSON files {c['json_bytes'] / mb:.2f} MB; {res['latency_ms']:g} ms per request; "
+        f"load average {res['loadavg_1min'][0]:g} before, {res['loadavg_1min'][1]:g} after",
         "",
         "| wall s (median) | runs s | local check s | requests (hub+cdn) | shards with 2 ranges | connections "
         "| shard MB fetched | shard/header | all MB fetched | all/header |",
