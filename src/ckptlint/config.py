@@ -333,10 +333,13 @@ def _config_dir(checkpoint: str | Path) -> Path | None:
     if str(checkpoint).startswith("hf://"):
         return None  # a Hub checkpoint's own files are never settings
     p = Path(checkpoint)
-    if p.is_dir():
-        return p
-    if p.is_file():
-        return p.parent
+    try:
+        if p.is_dir():
+            return p
+        if p.is_file():
+            return p.parent
+    except OSError:  # e.g. a name too long for the file system: reported when the checkpoint is read
+        pass
     return None
 
 
