@@ -15,7 +15,8 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
 from helpers import build, run
 
 RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG603", "TG604", "CF311",
-              "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
+              "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805",
+              "LD901"}
 
 
 def got_modules(report, target):
@@ -356,3 +357,14 @@ def test_qwen3_5_quark_mtp_quant_config(tmp_path):
               "sglang==0.5.23", "vllm==0.33.0")
     assert [f for f in rep.findings if f.severity.value == "error"] == []
     assert rep.plans["sglang==0.5.23"].modules["mtp.layers.0.mlp.experts"].decision.quantized
+
+
+# --- LD901 tensor-without-module ---------------------------------------------------------------
+def test_ld901_vision_tower_of_a_text_model_class(tmp_path):
+    # Qwen-VL-Chat's QWenLMHeadModel has no vision tower: SGLang's loader raised KeyError on it until
+    # 0.5.17 and skips it from 0.5.18 (models/qwen.py).
+    from ckptlint.testing.published import qwen_vl_chat_int4
+
+    rep = run(build(tmp_path, qwen_vl_chat_int4(layers=1, visual_layers=1)), "sglang==0.5.17", "sglang==0.5.18")
+    (f,) = [f for f in rep.findings if f.code == "LD901"]
+    assert f.target == "sglang==0.5.17" and f.consequence.value == "load-error" and f.data["count"] > 10

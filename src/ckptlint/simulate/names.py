@@ -83,14 +83,42 @@ def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
     return name
 
 
+class _ByShape:
+    """An architecture's ``shape_kinds``: the kind of a module no ``kinds`` pattern names, from its stored form."""
+
+    def __init__(self, arch: Architecture, config: dict[str, Any]):
+        sk = arch.shape_kinds
+        self.rule = sk
+        if sk is None:
+            return
+        v, h = config.get(sk.vocab_key), config.get(sk.hidden_key)
+        self.embed_shape = (v, h) if isinstance(v, int) and isinstance(h, int) else None
+        self.lm_head = re.compile(sk.lm_head)
+        self.ranks = set(sk.linear_ranks)
+
+    def kind(self, name: str, stored: Stored, has_matrix: bool) -> str:
+        if self.rule is None:
+            return "linear" if has_matrix else "other"
+        if stored.quantized:
+            return "linear"
+        w = stored.weight
+        if w is None:
+            return "linear" if stored.scales else "other"  # scales alone: a Linear's, its weight elsewhere
+        if len(w.shape) not in self.ranks:
+            return "other"
+        if self.embed_shape is not None and tuple(w.shape) == self.embed_shape:
+            return "lm_head" if self.lm_head.search(name) else "embedding"
+        return "linear"
+
+
 def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str | None,
-          has_matrix: bool) -> tuple[str, str | None]:
+          has_matrix: bool, stored: Stored, by_shape: _ByShape) -> tuple[str, str | None]:
     for rx, r in rules:
         if r.methods is not None and method not in r.methods:
             continue
         if rx.search(name):
             return r.kind, r.loader
-    return ("linear" if has_matrix else "other"), None
+    return by_shape.kind(name, stored, has_matrix), None
 
 
 def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None:
@@ -109,9 +137,20 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
     named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
         ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
     draft_prefix = arch.draft.prefix if arch.draft is not None else None
+    by_shape = _ByShape(arch, config)
+    absent = [(re.compile(a.pattern), a.outcome) for a in arch.absent]
 
     def one(module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool, layer: int | None) -> None:
         """One checkpoint module whose role this target decides (draft, dropped or extra)."""
+        for rx, outcome in absent:
+            if rx.search(module):
+                if outcome.consequence == "hygiene":
+                    for t in tensors:
+                        plan.dropped[t.name] = outcome.note or "the model class has no module for it"
+                else:
+                    key = (rx.pattern, outcome.consequence, outcome.error, outcome.note)
+                    plan.absent.setdefault(key, []).extend(t.name for t in tensors)
+                return
         role = "main"
         if draft_prefix and (module + ".").startswith(draft_prefix):
             if draft is None:
@@ -155,7 +194,8 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
                 modules[runtime + "@draft"] = modules.pop(runtime)
         rm = modules.get(key)
         if rm is None:
-            kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
+            kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix,
+                                 stored, by_shape)
             rm = modules[key] = Building(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
 
@@ -173,7 +213,7 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
             modules[runtime + "@draft"] = modules.pop(runtime)
             rm = None
         if rm is None:
-            kind, loader = _kind(runtime, main_kinds, method_name, groups[0][3])
+            kind, loader = _kind(runtime, main_kinds, method_name, groups[0][3], groups[0][2], by_shape)
             rm = modules[runtime] = Building(runtime, kind, loader, "main")
         rm.shards.extend(shards)
 

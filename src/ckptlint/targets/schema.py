@@ -54,8 +54,10 @@ class ConfigRefusal(Strict):
     child (``config_groups.*.weights.actorder``): it has a value if any child's does. Errors may
     name top-level config keys as {key} and the `dynamic` key as {pattern}."""
 
-    all: dict[str, Any]
+    all: dict[str, Any] = Field(default_factory=dict)
     none: dict[str, Any] = Field(default_factory=dict)
+    missing: list[str] = Field(default_factory=list)  # ... and each of these keys is absent
+    present: list[str] = Field(default_factory=list)  # ... and each of these keys is set (not null)
     defaults: dict[str, Any] = Field(default_factory=dict)
     error: str
     dynamic: bool = False
@@ -68,6 +70,7 @@ class MethodRules(Strict):
     supported: bool = True
     simulated: bool = True  # False: supported by the framework, but ckptlint does not simulate it
     note: str | None = None  # why unsupported / not simulated
+    error: str | None = None  # supported = false: the error the release prints at start-up
     # the method as written in one of these files fails at start-up: file -> the error printed
     rejected_in: dict[str, str] = Field(default_factory=dict)
     refusals: list[ConfigRefusal] = Field(default_factory=list)
@@ -114,6 +117,12 @@ class MethodRules(Strict):
     infer_include_from_dtypes: bool = False
     include_float_dtypes: list[str] = Field(default_factory=lambda: ["F16", "BF16", "F32"])  # (for the inference)
     include_kinds: list[ModuleKind] = Field(default_factory=lambda: ["linear", "lm_head"])
+    # the model's name mapper rewrites the include list (given or inferred) like a skip list
+    include_apply_mapper: bool = False
+    # Block FP8 MoE: a TP partition of the intermediate size that is not a multiple of the block is
+    # loaded with the block refined to gcd(block_n, block_k, partition, hidden) when that is at least
+    # this (vLLM 0.30+ refine_fp8_moe_block_shape); None: the block check raises.
+    moe_block_refine_min: int | None = None
 
 
 class Stacked(Strict):
@@ -129,9 +138,59 @@ class KindRule(Strict):
     methods: list[str] | None = None  # rule applies only for these quant methods
 
 
+class ShapeKinds(Strict):
+    """The kind of a module that no ``kinds`` pattern names, from what the checkpoint stores for it:
+    quantized tensors (packed weight or scales) -> ``linear``; no weight tensor, or a float weight
+    whose rank is not one of ``linear_ranks`` (norms, biases, 3-D/4-D/5-D convolutions) -> ``other``;
+    a 2-D float weight of [vocab, hidden] (config keys) -> ``lm_head`` if its name matches ``lm_head``,
+    else ``embedding``; any other 2-D float weight -> ``linear``. The frameworks decide quantization
+    per module class (LinearBase / ParallelLMHead / VocabParallelEmbedding / FusedMoE), and only
+    Linear-like classes hold a 2-D [out, in] weight."""
+
+    linear_ranks: list[int] = Field(default_factory=lambda: [2])
+    vocab_key: str = "vocab_size"
+    hidden_key: str = "hidden_size"
+    lm_head: str = r"(^|\.)(lm_head|embed_out|output_layer|output)$"
+
+
 class Rename(Strict):
     pattern: str  # regex on the checkpoint module path ({mtp} is the MTP layer index)
     to: str  # replacement (re.sub syntax)
+
+
+class UnexpectedNames(Strict):
+    """What a model's loader does with a checkpoint tensor that has no runtime parameter, by the class
+    of its name (each loader handles the three in separate branches): ``stacked``, a shard of a fused
+    module (q/k/v_proj -> qkv_proj, gate/up_proj -> gate_up_proj); ``expert``, a routed expert's
+    tensor (-> the FusedMoE's w13_*/w2_*); ``other``, any other name. An unset class falls back to
+    ``Architecture.unexpected_param``, then ``Loading.unexpected_param``. Tensors whose name ends
+    with one of ``ignored_suffixes`` are skipped silently whatever their class. Error templates may
+    name {name} (the runtime parameter), {inner} (it without its leading `model.`: what a model's
+    inner module calls it), {param} (its last component), {ckpt} (the checkpoint tensor), {cls} (the
+    runtime module's class) and {layer} (the runtime module)."""
+
+    stacked: Outcome | None = None
+    expert: Outcome | None = None
+    other: Outcome | None = None
+    # a fused module's own outcome for a shard name, by the fused name (overrides `stacked`)
+    fused: dict[str, Outcome] = Field(default_factory=dict)
+    ignored_suffixes: list[str] = Field(default_factory=list)
+    ignored_classes: list[Literal["stacked", "expert", "other"]] = Field(
+        default_factory=lambda: ["stacked", "expert", "other"])  # where ignored_suffixes apply
+    # outcome by tensor-name suffix, before the class (e.g. a skipped `_scale` asserted to be 1.0)
+    by_suffix: dict[str, Outcome] = Field(default_factory=dict)
+    # a tensor suffix the loader renames to a registered parameter when that exists (checkpoint
+    # suffix -> parameter suffix), for names of ``alias_classes``
+    aliases: dict[str, str] = Field(default_factory=dict)
+    alias_classes: list[Literal["stacked", "expert", "other"]] = Field(default_factory=lambda: ["other"])
+
+
+class AbsentModules(Strict):
+    """Checkpoint modules the model class builds nothing for (e.g. a vision tower in a text-only
+    class): loading their tensors does ``outcome`` (its error may name {ckpt}, the first such tensor)."""
+
+    pattern: str  # regex searched in the checkpoint module path
+    outcome: Outcome
 
 
 class ExcludeCopy(Strict):
@@ -247,6 +306,10 @@ class Architecture(Strict):
     # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
     rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
+    unexpected: UnexpectedNames | None = None  # ... per name class (falls back to unexpected_param)
+    absent: list[AbsentModules] = Field(default_factory=list)
+    shape_kinds: ShapeKinds | None = None  # kinds of modules no `kinds` pattern names (None: linear if 2-D)
+    error: str | None = None  # supported = false: what the release prints at start-up
     shared_experts_fusion: SharedExpertsFusion | None = None
     draft: Draft | None = None
 
