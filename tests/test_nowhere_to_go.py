@@ -121,3 +121,22 @@ def test_qwen_vl_vision_tower_has_no_module(tmp_path):
     kinds = {n: rm.kind for n, rm in plan.modules.items()}
     assert kinds["transformer.visual.conv1"] == "other" and kinds["transformer.wte"] == "embedding"
     assert not plan.modules["transformer.visual.transformer.resblocks.0.mlp.c_fc"].decision.quantized
+
+
+def test_moe_wna16_fallback_ignores_dynamic_exclusion(tmp_path):
+    # vLLM GPTQ: a FusedMoE the Marlin MoE kernel cannot take (here hidden 192, not a multiple of 128)
+    # goes to MoeWNA16 before `dynamic` is consulted, so the `-:` rule that keeps layer 0's experts
+    # BF16 does not apply: they are built quantized and their `.weight` has nowhere to go. With a
+    # hidden size Marlin takes, the rule is honoured and the checkpoint loads.
+    def spec(hidden):
+        d = qwen3_moe_dims(num_hidden_layers=1, hidden=hidden, moe_intermediate=256, heads=3, kv_heads=1)
+        layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router", "expert") else "gptq")
+        return dense_spec(d, layout, gptq_config(group_size=64, dynamic={"-:.*mlp\\.experts$": {}, "-:.*mlp\\.gate$": {}}))
+    rep = run(build(tmp_path / "192", spec(192)), "vllm==0.11.0", "vllm==0.33.0")
+    for t in ("vllm==0.11.0", "vllm==0.33.0"):
+        ((mod, cons, _),) = found(rep, t)
+        assert (mod, cons) == ("model.layers.0.mlp.experts", "load-error"), t
+        plan = rep.plans[t]
+        assert "MoeWNA16" in plan.modules["model.layers.0.mlp.experts"].decision.reason
+    rep = run(build(tmp_path / "256", spec(256)), "vllm==0.11.0", "vllm==0.33.0")
+    assert found(rep, "vllm==0.11.0") == found(rep, "vllm==0.33.0") == set()

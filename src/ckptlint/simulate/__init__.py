@@ -118,12 +118,14 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
     """Stages 1-4 on a target that can load the checkpoint: the finished runtime modules."""
     from ckptlint.simulate.decisions import decide
     from ckptlint.simulate.fusion import shared_experts_fusion
+    from ckptlint.simulate.moe_fallback import moe_scheme_refusal
     from ckptlint.simulate.names import build_modules
     from ckptlint.simulate.placements import module_placements
 
     build_modules(ckpt, plan, config)
     if plan.quant is not None and plan.method is not None:
         decide(plan)
+        moe_scheme_refusal(plan)
         shared_experts_fusion(plan, config)
     plan.unreadable_shards = unreadable_shards(ckpt)
     if plan.draft is not None:

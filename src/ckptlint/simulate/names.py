@@ -76,10 +76,12 @@ def _expert_fields(m: re.Match[str]) -> tuple[str, int, str]:
 
 
 def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
-    """``name`` after the first rule whose pattern it contains (a name mapper applies one)."""
-    for rx, to in rules:
+    """``name`` after the first rule whose pattern it contains (a name mapper applies one); a rule
+    given as (pattern, replacement, 0) replaces every occurrence."""
+    for rule in rules:
+        rx, to = rule[0], rule[1]
         if rx.search(name):
-            return rx.sub(to, name, count=1)
+            return rx.sub(to, name, count=rule[2] if len(rule) > 2 else 1)
     return name
 
 
@@ -129,30 +131,21 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
     mtp = set(plan.mtp_layers)
     nhl = plan.num_hidden_layers
     draft = plan.draft
-    main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
-    draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
-    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
-    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+    main_kinds, draft_kinds, renames, arch_renames = _compiled_rules(plan)
     modules = plan.modules
     named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
         ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
     draft_prefix = arch.draft.prefix if arch.draft is not None else None
+    draft_word = arch.draft.keep_substring if arch.draft is not None else None  # (SGLang Qwen3-Next: `mtp`)
     by_shape = _ByShape(arch, config)
     absent = [(re.compile(a.pattern), a.outcome) for a in arch.absent]
 
     def one(module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool, layer: int | None) -> None:
         """One checkpoint module whose role this target decides (draft, dropped or extra)."""
-        for rx, outcome in absent:
-            if rx.search(module):
-                if outcome.consequence == "hygiene":
-                    for t in tensors:
-                        plan.dropped[t.name] = outcome.note or "the model class has no module for it"
-                else:
-                    key = (rx.pattern, outcome.consequence, outcome.error, outcome.note)
-                    plan.absent.setdefault(key, []).extend(t.name for t in tensors)
-                return
+        if absent and _absent(plan, absent, module, tensors):
+            return
         role = "main"
-        if draft_prefix and (module + ".").startswith(draft_prefix):
+        if draft_prefix and ((module + ".").startswith(draft_prefix) or (draft_word and draft_word in module)):
             if draft is None:
                 for t in tensors:
                     plan.dropped[t.name] = "MTP weights are not loaded with speculative decoding off"
@@ -171,7 +164,7 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
             name = renamed(name, arch_renames)
         if role == "draft":
             keep = fmt_mtp(draft.keep_prefix, {"mtp": layer})
-            if not (module + ".").startswith(keep):
+            if not (module + ".").startswith(keep) and not (draft_word and draft_word in module):
                 return
             hit = next((d for d in draft.drop if d in module), None)
             if hit is not None:
@@ -202,7 +195,7 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
     # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
     # shard do not depend on the target beyond its expert naming rule: those come precomputed,
     # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
-    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix, draft_word):
         if runtime is None or in_draft_prefix or (layer is not None and (
                 (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
             for g in groups:
@@ -218,17 +211,45 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
         rm.shards.extend(shards)
 
 
+def _compiled_rules(plan: State) -> tuple[list, list, list, list]:
+    """The architecture's and the draft's kind rules and renames, compiled."""
+    arch, draft = plan.arch, plan.draft
+    main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
+    draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
+    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to, r.count)
+               for r in draft.rename] if draft else []
+    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+    return main_kinds, draft_kinds, renames, arch_renames
+
+
+def _absent(plan: State, absent: list, module: str, tensors: list[TensorInfo]) -> bool:
+    """Record a checkpoint module the model class builds nothing for (Architecture.absent): dropped
+    when its outcome is harmless, else kept for the LD901 finding. False when no rule matches."""
+    for rx, outcome in absent:
+        if rx.search(module):
+            if outcome.consequence == "hygiene":
+                for t in tensors:
+                    plan.dropped[t.name] = outcome.note or "the model class has no module for it"
+            else:
+                key = (rx.pattern, outcome.consequence, outcome.error, outcome.note)
+                plan.absent.setdefault(key, []).extend(t.name for t in tensors)
+            return True
+    return False
+
+
 Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]
 
 
-def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None) -> list[Run]:
+def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
+                 draft_word: str | None = None) -> list[Run]:
     """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
     prefix, shards, module groups). Consecutive expert modules (``arch.experts``, after the
     architecture's renames) of one FusedMoE module, layer and draft-prefix membership form one
     run with their shards built as main-model shards; every other module is in a run whose
     runtime is None, named per target. Depends only on the expert rule, renames and prefixes, so
     targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
-    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix)
+    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix,
+           draft_word)
     runs = ckpt.cache.get(key)
     if runs is not None:
         return runs
@@ -251,7 +272,8 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
         layer = g[4]
         name = renamed(module, arch_renames) if arch_renames else module
         m = match(name) if match is not None else None
-        in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
+        in_dp = draft_prefix is not None and ((module + ".").startswith(draft_prefix)
+                                              or (draft_word is not None and draft_word in module))
         if m is not None:
             moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
             expert = ints.get(e)

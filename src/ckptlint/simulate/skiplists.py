@@ -77,6 +77,8 @@ def exclude_lists(plan: State) -> None:
         text = map_substr(e, arch.mapper_substr) if (method.apply_mapper and arch.mapper_substr) else e
         if method.apply_mapper and arch.rename:
             text = rename_entry(text, arch.rename)
+        if method.apply_mapper and arch.skiplist_rename:
+            text = rename_entry(text, arch.skiplist_rename)
         main.append(SkipEntry(e, "config", where) if text == e else SkipEntry(text, "framework", mapper, e))
     if not main and method.infer_skip_from_dtypes:
         # vLLM AWQ: an empty modules_to_not_convert is inferred from the checkpoint: every module

@@ -64,6 +64,33 @@ class ConfigRefusal(Strict):
     error_dynamic: str | None = None  # {pattern}: the `dynamic` key
 
 
+class MoeFallback(Strict):
+    """A FusedMoE the method's Marlin MoE kernel cannot take is built by ``method`` instead, quantized
+    and before the skip list is consulted: on ``platforms``; with a group size outside
+    ``group_sizes``; a hidden size not a multiple of ``hidden_multiple``; an intermediate size per TP
+    partition not a multiple of max(``inter_multiple_min``, group) -- or, with tile padding, of the
+    group alone; and, when ``marlin_bits_sym`` is set, for (bits, sym) outside it (the plain method
+    then serves every layer)."""
+
+    method: str = "MoeWNA16"
+    platforms: list[str] = Field(default_factory=lambda: ["rocm"])
+    group_sizes: list[int] = Field(default_factory=lambda: [-1, 32, 64, 128])
+    hidden_multiple: int = 128
+    inter_multiple_min: int = 64
+    tile_padding: Literal["never", "without_actorder", "always"] = "never"
+    marlin_bits_sym: list[list[Any]] = Field(default_factory=list)
+
+
+class MoeSchemeRefusal(Strict):
+    """Building a FusedMoE quantized with one of ``schemes`` (ckptlint.quant.schemes names; with
+    ``static_input`` set, only when the input scales are static / dynamic) raises on ``platforms``."""
+
+    schemes: list[str]
+    static_input: bool | None = None
+    platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])
+    error: str
+
+
 class MethodRules(Strict):
     """How one quant method decides, per runtime module, whether it is built quantized."""
 
@@ -123,6 +150,8 @@ class MethodRules(Strict):
     # loaded with the block refined to gcd(block_n, block_k, partition, hidden) when that is at least
     # this (vLLM 0.30+ refine_fp8_moe_block_shape); None: the block check raises.
     moe_block_refine_min: int | None = None
+    moe_fallback: MoeFallback | None = None  # FusedMoE layers Marlin cannot take (vLLM GPTQ -> MoeWNA16)
+    moe_scheme_refusals: list[MoeSchemeRefusal] = Field(default_factory=list)
 
 
 class Stacked(Strict):
@@ -156,6 +185,7 @@ class ShapeKinds(Strict):
 class Rename(Strict):
     pattern: str  # regex on the checkpoint module path ({mtp} is the MTP layer index)
     to: str  # replacement (re.sub syntax)
+    count: int = 1  # occurrences replaced (0: every one, like str.replace)
 
 
 class UnexpectedNames(Strict):
@@ -220,6 +250,8 @@ class Draft(Strict):
     # MTP weights under a top-level prefix (Qwen3-Next / Qwen3.5 `mtp.`) instead of at layer
     # model.layers.{num_hidden_layers + i}; the main model drops them.
     prefix: str | None = None
+    # ... and also any name containing this text anywhere (the main model drops those names)
+    keep_substring: str | None = None
     # Draft built unquantized for a method when one of its skip-list entries matches this regex
     # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
     quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
@@ -276,6 +308,9 @@ class SharedExpertsFusion(Strict):
     only_methods_for_count: dict[str, list[str]] = Field(default_factory=dict)
     shared_key: str = "n_shared_experts"
     shared_count: int | None = 1
+    # a shared-expert count other than shared_count fails an assert instead of turning fusion off
+    shared_count_assert: bool = False
+    shared_count_error: str | None = None
     shared_default: int | None = None  # the shared-expert count when config.json has no shared_key
     equal_keys: list[str] = Field(default_factory=list)  # config values that must all be equal
     shared_module: str = "mlp.shared_experts"
@@ -305,6 +340,9 @@ class Architecture(Strict):
     # Runtime prefix rewrite of checkpoint module paths (the model's hf_to_*_mapper renames), in
     # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
     rename: list[Rename] = Field(default_factory=list)
+    # The model's name mapper where it rewrites only the quant config's lists (not the module names),
+    # for methods with apply_mapper; first match wins.
+    skiplist_rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
     unexpected: UnexpectedNames | None = None  # ... per name class (falls back to unexpected_param)
     absent: list[AbsentModules] = Field(default_factory=list)
