@@ -1,7 +1,7 @@
 """Every quant method: a correct synthetic checkpoint that is clean on every target that simulates the
 method, and at least three broken variants (naming, layout, skip-list semantics) with the consequence
-the reference notes predict, per release. Facts cited: sglang-loading.md (SG §), vllm-loading.md
-(VL §), checkpoint-formats.md (CF §), docs/upstream-checks*.md."""
+the frameworks' code predicts, per release. Facts cited: docs/frameworks/sglang.md (sglang.md#…),
+docs/frameworks/vllm.md (vllm.md#…), docs/frameworks/formats.md, docs/upstream-checks*.md."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def test_ct_parent_module_ignore_semantics_change_at_0_5_18(tmp_path):
     # raw substring, so children are ignored too: loads. 0.5.18 (PR #32736) and vLLM match exact or
     # dotted suffix / exact: the BF16 gate_up_proj/down_proj are built W4A16, whose parameters are
     # `weight_packed`/...: the `.weight` has nowhere to go. SGLang's Llama loader warns and skips it
-    # (the packed weights stay uninitialised: silent); vLLM's fused layer fails on it (load error).
+    # (the packed weights stay uninitialised: silent); vLLM's fused layer fails on it (load error)
+    # (sglang.md#compressed-tensors-ignore-matching; upstream already 0.5.17, the data switches at 0.5.18).
     d = DenseDims(num_hidden_layers=3)
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 1 and m.category == "dense_mlp")
                     else "ct_w4a16")
@@ -58,7 +59,8 @@ def test_ct_parent_module_ignore_semantics_change_at_0_5_18(tmp_path):
 def test_ct_moe_expert0_rule(tmp_path):
     # Only expert 0's down_proj ignored (BF16): since PR #28878 the FusedMoE is decided from expert 0's
     # three projections, which disagree -> "All MoE projections need to have same quantization scheme"
-    # (VL §3, SG §3.2). vLLM 0.11 ignored `ignore` for MoE: the BF16 shard meets a packed slot.
+    # (vllm.md#compressed-tensors-fusedmoe, sglang.md#compressed-tensors-ignore-matching). vLLM 0.11
+    # ignored `ignore` for MoE: the BF16 shard meets a packed slot.
     q = qwen3_moe_dims()
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router")
                     or m.path == "model.layers.0.mlp.experts.0.down_proj" else "ct_w4a16")
@@ -106,7 +108,8 @@ def test_gptq_dynamic_negative_rule(tmp_path):
     # MLP is built unquantized. SGLang's Llama loader warns and skips `qweight` (weights stay
     # uninitialised, silent); vLLM's AutoWeightsLoader routes the gate/up shard names to the fused
     # layer's load_weights (orig_to_new_stacked), which has no `qweight` and passes the module itself
-    # to its weight_loader (linear.py MergedColumnParallelLinear.load_weights/weight_loader).
+    # to its weight_loader (linear.py MergedColumnParallelLinear.load_weights/weight_loader;
+    # sglang.md#awq-and-gptq, vllm.md#gptq).
     spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:model.layers.0.mlp.*": {}}))
     rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
@@ -136,7 +139,7 @@ def test_awq_correct_is_clean(tmp_path):
 
 
 def test_awq_substring_skip_list(tmp_path):
-    # AWQ modules_to_not_convert is a raw substring: "gate" also matches gate_up_proj (SG §3.6, VL §3).
+    # AWQ modules_to_not_convert is a raw substring: "gate" also matches gate_up_proj (sglang.md#awq-and-gptq, vllm.md#awq).
     spec = dense_spec(DenseDims(), all_linears("awq"), awq_config(modules_to_not_convert=["gate"]))
     rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
@@ -146,7 +149,7 @@ def test_awq_substring_skip_list(tmp_path):
 def test_awq_empty_skip_list_inferred_by_vllm_only(tmp_path):
     # vLLM 0.33 infers an empty modules_to_not_convert from the tensor dtypes; SGLang does not, so the
     # BF16 layer-0 MLP is built AWQ there: its `.weight` has no parameter (AWQ holds `qweight`), the
-    # Llama loader warns and skips it and the packed weights stay uninitialised.
+    # Llama loader warns and skips it and the packed weights stay uninitialised (vllm.md#awq).
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
                     else "awq")
     rep = run(build(tmp_path, dense_spec(DenseDims(), layout, awq_config())), "sglang==0.5.23", "vllm==0.33.0")
@@ -170,7 +173,7 @@ def test_mxfp4_correct_is_clean(tmp_path):
 
 
 def test_mxfp4_linears_are_never_quantized(tmp_path):
-    # Mxfp4Config ignores modules_to_not_convert; linears always unquantized (SG §3.5, VL §3): an MXFP4
+    # Mxfp4Config ignores modules_to_not_convert; linears always unquantized (sglang.md#mxfp4, vllm.md#mxfp4): an MXFP4
     # attention projection meets a BF16 slot.
     rep = run(build(tmp_path, gpt_oss_spec(attn_fmt="mxfp4")), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "load-error", "model.layers.0.self_attn.qkv_proj") in got(rep, "sglang==0.5.23")
@@ -205,8 +208,8 @@ def test_modelopt_correct_is_clean(tmp_path):
 
 def test_modelopt_experts_star_glob_misses_the_fused_moe_on_sglang(tmp_path):
     # `…mlp.experts.*` never fullmatches the FusedMoE prefix `…mlp.experts` in SGLang's glob matcher
-    # (SG §3.3): BF16 experts built NVFP4. vLLM's is_layer_skipped first applies the reversed
-    # substring rule for experts (the prefix is a substring of an entry containing "experts", VL §2):
+    # (sglang.md#modelopt-exclude-matching): BF16 experts built NVFP4. vLLM's is_layer_skipped first applies the reversed
+    # substring rule for experts (the prefix is a substring of an entry containing "experts", vllm.md#layer-skip-test):
     # the MoE is excluded there and loads.
     d = deepseek_dims(**SMALL_DS)
     spec = modelopt_nvfp4(d)
@@ -221,7 +224,7 @@ def test_modelopt_experts_star_glob_misses_the_fused_moe_on_sglang(tmp_path):
 
 
 def test_modelopt_fp8_config_json_exclude_modules_key(tmp_path):
-    # config.json form: SGLang's ModelOpt FP8 reads only `ignore` (SG §3.3); vLLM reads
+    # config.json form: SGLang's ModelOpt FP8 reads only `ignore` (sglang.md#modelopt-config-keys); vLLM reads
     # `exclude_modules` when `ignore` is absent only from 0.33 (docs/upstream-checks-2.md A3). BF16 into a
     # same-shape FP8 parameter is cast silently.
     d = DenseDims()
@@ -301,7 +304,8 @@ def test_fp8_block_scale_grid(tmp_path):
 # ---------------------------------------------------------------------------------------------
 def test_quark_llama_qkv_shards_need_a_packed_mapping(tmp_path):
     # Attention kept BF16 and excluded per shard (q/k/v). SGLang's LlamaForCausalLM declares no
-    # packed_modules_mapping and Quark only gets gate_up_proj / fused_qkv_a injected (SG §3.1, §3.8):
+    # packed_modules_mapping and Quark only gets gate_up_proj / fused_qkv_a injected
+    # (sglang.md#quark-exclude-matching, sglang.md#packed-modules-mapping):
     # the fused qkv_proj is built MXFP4 -> shape error. vLLM's Llama maps qkv_proj to its shards: loads.
     from ckptlint.testing.models import dense_modules, quark_mxfp4_config, unquantized_linear_names
     d = DenseDims()

@@ -1,8 +1,8 @@
 """Quantization schemes and the checkpoint tensors a framework expects for them.
 
 Arithmetic lives here (pack factors, scale grids); which scheme a module gets is decided by the
-quant config and the target data. Layouts follow checkpoint-formats.md §2 and the per-scheme
-parameter table of vllm-loading.md §6. ``N`` = out features, ``K`` = in features of a Linear.
+quant config and the target data. Layouts follow docs/frameworks/formats.md#quantized-tensor-layouts and the per-scheme
+parameter table of docs/frameworks/vllm.md#parameters-per-method. ``N`` = out features, ``K`` = in features of a Linear.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def _ct_pack(s: Scheme, n: int, k: int) -> dict[str, Expect]:
     per = 32 // bits
     g = s.group if s.group and s.group > 0 else k
     # compressed-tensors >= 0.18 packs 3/5/6/7-bit values densely across int32 words; older
-    # versions put floor(32/bits) values per word (checkpoint-formats.md §2.2).
+    # versions put floor(32/bits) values per word (docs/frameworks/formats.md#compressed-tensors-int-packing).
     dense = dict(s.extra).get("dense", False)
     cols = cdiv(k * bits, 32) if dense else cdiv(k, per)
     out = {"weight_packed": Expect(("I32",), ((n, cols),)),

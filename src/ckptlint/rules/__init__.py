@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ckptlint.rules.base import Rule
+from ckptlint.rules.config_regex import ConfigRegexUndecided
 from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
 from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquantized
 from ckptlint.rules.mtp_layer_count import MtpLayerCountUnsupported
@@ -22,7 +23,7 @@ from ckptlint.rules.container import CONTAINER_RULES
 from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
-    (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
+    (*CONTAINER_RULES, QuantConfigInvalid, ConfigRegexUndecided, QuantizationMismatch, FusedShardsDisagree,
      TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported,
      ScaleMissing, UnexpectedTensor, SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
      TensorWithoutModule, *DEPLOYMENT_RULES),

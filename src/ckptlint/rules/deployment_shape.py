@@ -4,7 +4,7 @@ Everything framework- or GPU-specific comes from data: ``ckptlint/hardware/gpus.
 formats run natively, emulated or not at all on each GPU, per framework) and
 ``ckptlint/hardware/parallel.toml`` (which module classes are column/row parallel or replicated,
 the errors each framework raises). The GPU is ``--gpu`` or, by default, the GPU on which the
-checkpoint's format runs natively (DECISIONS.md); every finding names the GPU it assumed.
+checkpoint's format runs natively (docs/decisions.md#default-gpu-per-format); every finding names the GPU it assumed.
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ class Fp8FnuzConversion(Rule):
                            "(0x80 -> 0, weight and input scales doubled, largest value 240 instead of 448)",
                            file="config.json", assumptions=[_gpu_assumption(ctx, gpu)],
                            data={"gpu": gpu.key, "modules": len(fp8),
-                                 "source": "checkpoint-formats.md §4.3 (normalize_e4m3fn_to_e4m3fnuz); "
+                                 "source": "docs/frameworks/formats.md#fp8-fnuz-conversion (normalize_e4m3fn_to_e4m3fnuz); "
                                            "vllm 0.33.0 platforms/rocm.py is_fp8_fnuz (gfx94)"})
 
 

@@ -171,8 +171,9 @@ class ShapeKinds(Strict):
     """The kind of a module that no ``kinds`` pattern names, from what the checkpoint stores for it:
     quantized tensors (packed weight or scales) -> ``linear``; no weight tensor, or a float weight
     whose rank is not one of ``linear_ranks`` (norms, biases, 3-D/4-D/5-D convolutions) -> ``other``;
-    a 2-D float weight of [vocab, hidden] (config keys) -> ``lm_head`` if its name matches ``lm_head``,
-    else ``embedding``; any other 2-D float weight -> ``linear``. The frameworks decide quantization
+    a 2-D float weight of [vocab, hidden] (config keys) outside the decoder layers (``layer_prefix``)
+    -> ``lm_head`` if its name matches ``lm_head``, else ``embedding``; any other 2-D float weight ->
+    ``linear``. The frameworks decide quantization
     per module class (LinearBase / ParallelLMHead / VocabParallelEmbedding / FusedMoE), and only
     Linear-like classes hold a 2-D [out, in] weight."""
 
@@ -255,6 +256,7 @@ class Draft(Strict):
     # Draft built unquantized for a method when one of its skip-list entries matches this regex
     # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
     quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
+    quant_none_entry_note: str | None = None  # why, then ({entry}: the entry that matched)
     drop: list[str] = Field(default_factory=list)  # substrings: dropped by the draft loader
     # False: the draft model has no packed_modules_mapping, so a skip list is tested against its fused
     # layers' own names only (an excluded q_proj does not exclude qkv_proj)

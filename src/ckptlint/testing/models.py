@@ -3,7 +3,7 @@
 Produces a ``config.json`` dict and the tensor listing (name, dtype, shape) of DeepSeek-V3-,
 GLM-5- and GLM-4.5-style MoE checkpoints in a chosen quantization format, with the MTP/NextN
 layer stored separately. Dimensions are parameters: tiny for shipped fixtures, realistic (with
-sparse files) for scale tests. The tensor names and layouts follow checkpoint-formats.md §2-3.
+sparse files) for scale tests. The tensor names and layouts follow docs/frameworks/formats.md#quantized-tensor-layouts and #mtp-layers.
 """
 
 from __future__ import annotations
@@ -451,7 +451,7 @@ def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128,
                  experts_fmt: str = "mxfp4", attn_fmt: str | None = None,
                  modules_to_not_convert: list[str] | None = None) -> Spec:
     """gpt-oss layout: experts fused per layer on disk (`gate_up_proj_blocks` [E, 2I, H/32, 16] …),
-    attention, router and embeddings BF16 (checkpoint-formats.md §2.5)."""
+    attention, router and embeddings BF16 (docs/frameworks/formats.md#gpt-oss-mxfp4)."""
     H, I, E = hidden, intermediate, experts
     t: list[Tensor] = [("model.embed_tokens.weight", "BF16", (128, H))]
     for L in range(layers):
@@ -490,7 +490,7 @@ def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128,
 def qwen_mtp_spec(arch: str = "Qwen3NextForCausalLM", *, method: str = "modelopt_fp4",
                   mtp_quantized: bool = False, with_mtp: bool = True, exclude_mtp: str = "mtp.*") -> Spec:
     """A Qwen3-Next / Qwen3.5-style MoE with its MTP module under the top-level `mtp.` prefix
-    (`mtp.fc`, `mtp.pre_fc_norm_*`, `mtp.layers.0.*`; checkpoint-formats.md §3). Routed experts in
+    (`mtp.fc`, `mtp.pre_fc_norm_*`, `mtp.layers.0.*`; docs/frameworks/formats.md#mtp-layers). Routed experts in
     NVFP4 (ModelOpt) or MXFP4 (Quark); attention, routers and the MTP module BF16 unless
     ``mtp_quantized``."""
     d = qwen3_moe_dims(arch=arch, model_type="qwen3_next" if "Next" in arch else "qwen3_5_moe",
