@@ -222,3 +222,31 @@ def test_modelopt_quant_algo_allow_lists(tmp_path):
     # NVFP4_AWQ: SGLang from 0.5.17; never in vLLM's list
     rep = run(build(tmp_path / "awq", _modelopt_algo("NVFP4_AWQ")), "sglang==0.5.16", "sglang==0.5.17", "vllm==0.33.0")
     assert tg601(rep, "sglang==0.5.16") and tg601(rep, "vllm==0.33.0") and not tg601(rep, "sglang==0.5.17")
+
+
+def test_vllm_missing_shard_stops_start_up_from_0_26(tmp_path):
+    # weight_utils.filter_duplicate_safetensors_files raises for shards the index names but the folder
+    # lacks from 0.26.0; 0.24.0 loads the shards that are present.
+    path = build(tmp_path, dense_spec(DenseDims(), all_linears("gptq"), gptq_config()))
+    (path / "model-00002-of-00002.safetensors").unlink()
+    rep = run(path, "vllm==0.24.0", "vllm==0.26.0")
+    by = {f.target: f for f in rep.findings if f.code == "IX204"}
+    assert by["vllm==0.24.0"].consequence.value == "silent-corruption"
+    assert by["vllm==0.26.0"].consequence.value == "load-error"
+    assert by["vllm==0.26.0"].error_text == ("FileNotFoundError: Weight files referenced in index but missing: "
+                                             "{'model-00002-of-00002.safetensors'}")
+
+
+def test_targets_listing_names_the_boundaries(capsys):
+    # `ckptlint targets` prints each release's first summary sentence: the boundaries tested above.
+    from helpers import cli_run
+
+    code, out, _ = cli_run(capsys, "targets")
+    assert code == 0
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    assert "bitsandbytes" in lines["sglang==0.5.5"] and "fbgemm_fp8" in lines["sglang==0.5.16"]
+    assert "LM head" in lines["sglang==0.5.15"] and "ignore" in lines["sglang==0.5.23"]
+    assert "exclude_modules" in lines["vllm==0.11.0"] and "3-bit" in lines["vllm==0.11.0"]
+    assert "4- and 8-bit symmetric" in lines["vllm==0.24.0"] and "bitsandbytes" in lines["vllm==0.28.0"]
+    assert "desc_act" in lines["vllm==0.30.0"] and "NaN" in lines["vllm==0.30.0"]
+    assert "FileNotFoundError" in lines["vllm==0.26.0"]
