@@ -24,7 +24,7 @@ FIXTURE_DIRS = sorted([p for p in ROOT.iterdir() if (p / "config.json").exists()
                       + [p for p in (ROOT / "upstream").iterdir() if (p / "config.json").exists()])
 
 
-def _per_module_runs(ckpt, arch, draft_prefix):
+def _per_module_runs(ckpt, arch, draft_prefix, draft_word=None):
     """Every module in a run of its own with no runtime: the module-by-module path."""
     return [(None, g[4], False, [], [g]) for g in S.module_groups(ckpt, arch.layer_prefix)]
 

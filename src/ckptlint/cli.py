@@ -127,7 +127,9 @@ def _build_app():
         "release; repeatable. Default: the newest verified release of each framework.")]
     SpecOpt = Annotated[Optional[bool], typer.Option(
         "--speculative/--no-speculative",
-        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
+        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one). "
+        "Findings about the MTP layer (missing or mis-stored MTP weights, MT7xx, and the draft model's modules) exist "
+        "only with it on; --no-speculative checks the serving setup without speculative decoding.")]
     PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
     TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
     GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]

@@ -355,7 +355,8 @@ def _parse_gptq(qc: dict[str, Any], method: str) -> QuantConfig:
     bits = model.bits
     scheme = Scheme(f"gptq_w{bits}", "gptq", "I32", pack=32 // bits if bits in (2, 4, 8) else 1, bits=bits,
                     group=model.group_size if model.group_size > 0 else None, symmetric=model.sym,
-                    actorder=model.desc_act, description=f"GPTQ {bits}-bit, group {model.group_size}")
+                    actorder=model.desc_act and model.group_size > 0,  # desc_act without groups is a no-op
+                    description=f"GPTQ {bits}-bit, group {model.group_size}")
     positive = []
     for k, v in (model.dynamic or {}).items():
         if isinstance(k, str) and not k.startswith("-:") and isinstance(v, dict):

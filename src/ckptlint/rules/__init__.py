@@ -16,6 +16,7 @@ from ckptlint.rules.quantized_shape_mismatch import QuantizedShapeMismatch
 from ckptlint.rules.scale_missing import ScaleMissing
 from ckptlint.rules.shared_expert_fusion import SharedExpertFusionMismatch
 from ckptlint.rules.unexpected_tensor import UnexpectedTensor
+from ckptlint.rules.tensor_without_module import TensorWithoutModule
 from ckptlint.rules.target_support import (GenericSimulation, NotSimulated, TargetNotVerified,
                                            TargetUnsupported)
 from ckptlint.rules.container import CONTAINER_RULES
@@ -25,7 +26,7 @@ ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, ConfigRegexUndecided, QuantizationMismatch, FusedShardsDisagree,
      TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported,
      ScaleMissing, UnexpectedTensor, SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-     *DEPLOYMENT_RULES),
+     TensorWithoutModule, *DEPLOYMENT_RULES),
     key=lambda r: r.code,
 ))
 

@@ -156,13 +156,13 @@ LINEAR_CATEGORIES = frozenset({"attn", "dense_mlp", "expert", "shared_expert", "
 class Layout:
     """Which modules are stored in which format; everything else is BF16."""
 
-    quantized: Callable[[Module], str | None]  # -> store name, or None for BF16
+    quantized: Callable[[Module], "str | Callable[[Module], list[Tensor]] | None"]  # -> store (name), or None for BF16
 
     def tensors(self, modules: Iterable[Module]) -> list[Tensor]:
         out: list[Tensor] = []
         for m in modules:
             fmt = self.quantized(m) if m.category in LINEAR_CATEGORIES and len(m.shape) == 2 else None
-            out += STORES[fmt or "bf16"](m)
+            out += (fmt if callable(fmt) else STORES[fmt or "bf16"])(m)
         return out
 
 
