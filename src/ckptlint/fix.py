@@ -58,24 +58,7 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
     report = check_loaded(ckpt, [target], deployment)
     out = FixPlan()
     plan = report.plans.get(target.id)
-    suggestions: list[tuple[Finding, list[str]]] = []
-    for f in report.findings:
-        if f.target != target.id or f.consequence.value not in SERIOUS:
-            continue
-        if f.code == "QD401" and f.data.get("not_fixable"):
-            out.not_fixable.append((f, f.data["not_fixable"]))
-        elif f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized":
-            suggestions.append((f, list(f.data.get("suggested_entries", []))))
-        elif f.code == "QD401":
-            out.not_fixable.append((f, f"needs `{f.data.get('matched_entry')}` removed from the skip list, or the "
-                                       "module stored unquantized; ckptlint only appends entries"
-                                    if f.data.get("matched_entry") else "the target never quantizes this module"))
-        elif f.data.get("server_flag"):
-            out.not_fixable.append((f, f"fixed by a server flag, not by the config: start the server with "
-                                       f"{f.data['server_flag']}"))
-        else:
-            out.not_fixable.append((f, "not a skip-list problem (missing or mis-shaped tensors, or an "
-                                       "unsupported target): a config change cannot fix it"))
+    suggestions = _triage(report.findings, target, out)
     if not suggestions or plan is None or plan.quant is None:
         return out
     source = plan.quant.source_file
@@ -131,12 +114,40 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
                                             f"a/{source}", f"b/{source}"))
     others = [t for t in (others if others is not None else newest_targets()) if t.resolved != target.resolved]
     if others:
-        before = check_loaded(ckpt, others, deployment)
-        after_o = check_loaded(edited, others, deployment)
-        seen = {(f.target, f.code, f.module) for f in before.findings if f.consequence.value == "load-error"}
-        out.regressions = [f for f in after_o.findings if f.consequence.value == "load-error"
-                           and (f.target, f.code, f.module) not in seen]
+        out.regressions = _regressions(ckpt, edited, others, deployment)
     return out
+
+
+def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple[Finding, list[str]]]:
+    """The target's serious findings a skip-list addition can fix, with the entries to add; the rest
+    go to ``out.not_fixable`` with the reason."""
+    suggestions: list[tuple[Finding, list[str]]] = []
+    for f in findings:
+        if f.target != target.id or f.consequence.value not in SERIOUS:
+            continue
+        if f.code == "QD401" and f.data.get("not_fixable"):
+            out.not_fixable.append((f, f.data["not_fixable"]))
+        elif f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized":
+            suggestions.append((f, list(f.data.get("suggested_entries", []))))
+        elif f.code == "QD401":
+            out.not_fixable.append((f, f"needs `{f.data.get('matched_entry')}` removed from the skip list, or the "
+                                       "module stored unquantized; ckptlint only appends entries"
+                                    if f.data.get("matched_entry") else "the target never quantizes this module"))
+        elif f.data.get("server_flag"):
+            out.not_fixable.append((f, f"fixed by a server flag, not by the config: start the server with "
+                                       f"{f.data['server_flag']}"))
+        else:
+            out.not_fixable.append((f, "not a skip-list problem (missing or mis-shaped tensors, or an "
+                                       "unsupported target): a config change cannot fix it"))
+    return suggestions
+
+
+def _regressions(ckpt, edited, others: list[Target], deployment: Deployment) -> list[Finding]:
+    """Load errors the edit gives other targets that they did not have."""
+    before = check_loaded(ckpt, others, deployment)
+    after = check_loaded(edited, others, deployment)
+    seen = {(f.target, f.code, f.module) for f in before.findings if f.consequence.value == "load-error"}
+    return [f for f in after.findings if f.consequence.value == "load-error" and (f.target, f.code, f.module) not in seen]
 
 
 class _Edit:

@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-Tensor = tuple[str, str, tuple[int, ...]]
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+from ckptlint.testing.stores import (STORES, Module, Tensor, cdiv, store_awq, store_bf16, store_ct_fp8_channel,
+                                     store_ct_nvfp4, store_ct_w4a16, store_fp8_block, store_fp8_tensor, store_gptq,
+                                     store_mxfp4, store_nvfp4)
 
 
 @dataclass
@@ -56,14 +54,6 @@ class MoeDims:
         if self.indexer:
             cfg.update({"index_n_heads": self.index_heads, "index_head_dim": self.index_head_dim})
         return cfg
-
-
-@dataclass(frozen=True)
-class Module:
-    path: str  # checkpoint module path
-    shape: tuple[int, ...]  # logical [N, K] for linears, [H] for norms
-    category: str  # attn | dense_mlp | router | expert | shared_expert | norm | embed | lm_head | mtp_proj | plain | bias
-    layer: int | None = None
 
 
 def moe_modules(d: MoeDims, *, with_mtp: bool = True) -> list[Module]:
@@ -123,31 +113,7 @@ def moe_modules(d: MoeDims, *, with_mtp: bool = True) -> list[Module]:
 
 
 # --- storage formats: module -> tensors ------------------------------------------------------
-def store_bf16(m: Module) -> list[Tensor]:
-    if m.category == "bias":
-        return [(m.path, "F32", m.shape)]
-    return [(f"{m.path}.weight", "BF16", m.shape)]
 
-
-def store_mxfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "U8", (n, cdiv(k, 32)))]
-
-
-def store_nvfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "F8_E4M3", (n, cdiv(k, 16))),
-            (f"{m.path}.weight_scale_2", "F32", ()), (f"{m.path}.input_scale", "F32", ())]
-
-
-def store_fp8_block(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale_inv", "F32", (cdiv(n, 128), cdiv(k, 128)))]
-
-
-STORES: dict[str, Callable[[Module], list[Tensor]]] = {
-    "bf16": store_bf16, "mxfp4": store_mxfp4, "nvfp4": store_nvfp4, "fp8_block": store_fp8_block,
-}
 
 LINEAR_CATEGORIES = frozenset({"attn", "dense_mlp", "expert", "shared_expert", "mtp_proj", "lm_head", "plain"})
 
@@ -366,47 +332,6 @@ def qwen3_moe_dims(**kw: Any) -> DenseDims:
     return DenseDims(**base)
 
 
-def store_ct_w4a16(m: Module, group: int = 128) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight_packed", "I32", (n, cdiv(k, 8))), (f"{m.path}.weight_scale", "BF16", (n, cdiv(k, group))),
-            (f"{m.path}.weight_shape", "I64", (2,))]
-
-
-def store_ct_fp8_channel(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "BF16", (n, 1))]
-
-
-def store_ct_nvfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight_packed", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "F8_E4M3", (n, cdiv(k, 16))),
-            (f"{m.path}.weight_global_scale", "F32", (1,)), (f"{m.path}.input_global_scale", "F32", (1,))]
-
-
-def store_gptq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
-    n, k = m.shape
-    g = cdiv(k, group) if group > 0 else 1
-    return [(f"{m.path}.qweight", "I32", (k * bits // 32, n)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
-            (f"{m.path}.scales", "F16", (g, n)), (f"{m.path}.g_idx", "I32", (k,))]
-
-
-def store_awq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
-    n, k = m.shape
-    g = cdiv(k, group)
-    return [(f"{m.path}.qweight", "I32", (k, n * bits // 32)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
-            (f"{m.path}.scales", "F16", (g, n))]
-
-
-def store_fp8_tensor(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "F32", ()),
-            (f"{m.path}.input_scale", "F32", ())]
-
-
-STORES.update({"ct_w4a16": store_ct_w4a16, "ct_fp8_channel": store_ct_fp8_channel, "ct_nvfp4": store_ct_nvfp4,
-               "gptq": store_gptq, "awq": store_awq, "fp8_tensor": store_fp8_tensor})
-
-
 def all_linears(fmt: str, *, skip: Callable[[Module], bool] = lambda m: m.category in ("lm_head", "embed", "router")) -> Layout:
     return Layout(lambda m: None if skip(m) else fmt)
 
@@ -527,3 +452,12 @@ def qwen_mtp_spec(arch: str = "Qwen3NextForCausalLM", *, method: str = "modelopt
             excl += [m.path for m in all_mods if m.layer == 99 and m.category == "expert"]
         cfg["quantization_config"] = quark_mxfp4_config(excl)
     return Spec(cfg, layout.tensors(all_mods), hf_quant_config=hq)
+
+__all__ = [
+    "DenseDims", "LINEAR_CATEGORIES", "Layout", "Module", "MoeDims", "STORES", "Spec", "Tensor",
+    "all_linears", "awq_config", "cdiv", "ct_config", "deepseek_dims", "dense_modules", "dense_spec",
+    "experts_only", "glm5_quark_mxfp4", "gpt_oss_spec", "gptq_config", "mixtral_dims", "modelopt_nvfp4",
+    "moe_modules", "mtp_runtime_exclude_names", "quark_mxfp4_config", "qwen3_moe_dims", "qwen_mtp_spec",
+    "store_awq", "store_bf16", "store_ct_fp8_channel", "store_ct_nvfp4", "store_ct_w4a16", "store_fp8_block",
+    "store_fp8_tensor", "store_gptq", "store_mxfp4", "store_nvfp4", "unquantized_linear_names",
+]
