@@ -100,19 +100,22 @@ def write(path: str | Path, findings: Iterable["Finding"]) -> int:
     return len(json.loads(text)["findings"])
 
 
+# A baseline with 100,000+ fingerprints is about 25 MB.
+BASELINE_CAP = 64 << 20
+
+
 def load(path: str | Path) -> set[str]:
     """The fingerprints stored in a baseline file."""
+    from ckptlint.config import UnusableFile, load_json
+
     p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)")
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)") from None
-    except OSError as exc:
-        raise BaselineError(f"{p}: cannot read baseline: {exc.strerror or exc}") from None
-    try:
-        data: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{p}: not a ckptlint baseline (invalid JSON: {exc})") from None
+        # capped, regular files only, UTF-8, bounded nesting, no lone surrogates
+        data: Any = load_json(p, BASELINE_CAP, "baseline")
+    except UnusableFile as exc:
+        raise BaselineError(f"not a usable ckptlint baseline: {exc}") from None
     from pydantic import ValidationError
 
     _, file_model = _models()

@@ -78,10 +78,15 @@ def _config(path: str | None, config_file: str | None, isolated: bool):
     """The configuration in effect (ckptlint.config); a bad file is a usage error."""
     from ckptlint.config import ConfigError, load
 
+    import typer
+
     try:
-        return load(path, config_file, isolated)
+        cfg = load(path, config_file, isolated)
     except ConfigError as exc:
         _usage_error(str(exc))
+    for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
+        typer.echo(f"ckptlint: {note}", err=True)
+    return cfg
 
 
 def _deployment(cfg, speculative: bool | None, platform, tp: int | None, gpu: str | None = None,
@@ -122,7 +127,9 @@ def _build_app():
         "release; repeatable. Default: the newest verified release of each framework.")]
     SpecOpt = Annotated[Optional[bool], typer.Option(
         "--speculative/--no-speculative",
-        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]
+        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one). "
+        "Findings about the MTP layer (missing or mis-stored MTP weights, MT7xx, and the draft model's modules) exist "
+        "only with it on; --no-speculative checks the serving setup without speculative decoding.")]
     PlatformOpt = Annotated[Optional[Platform], typer.Option("--platform", help="cuda or rocm (default: the quant format's native platform).")]
     TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]
     GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]
@@ -271,6 +278,7 @@ def _build_app():
         target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (one target per call; default: the config's target if it names one release)")] = None,
         write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it.")] = False,
         backup: Annotated[bool, typer.Option("--backup/--no-backup", help="Keep the original as <file>.orig.")] = True,
+        force: Annotated[bool, typer.Option("--force", help="With --write: write a file that is read-only.")] = False,
         speculative: SpecOpt = None,
         platform: PlatformOpt = None,
         tp: TpOpt = None,
@@ -281,9 +289,12 @@ def _build_app():
         isolated: IsolatedOpt = False,
     ) -> None:
         """Print (or --write) the minimal skip-list addition that makes TARGET load the checkpoint."""
-        from ckptlint.fix import plan_fix, write_fix
+        from ckptlint.fix import FixRefused, plan_fix, refuse_write_target, write_fix
         from ckptlint.reader import NotACheckpoint
 
+        refusal = refuse_write_target(path) if write else None
+        if refusal:
+            _usage_error(refusal)
         cfg = _config(path, config, isolated)
         targets = [_one_target(target, cfg, "fix")]
         dep = _deployment(cfg, speculative, platform, tp, gpu, ep, no_fusion=disable_shared_experts_fusion)
@@ -295,7 +306,9 @@ def _build_app():
             sys.stdout.write(fp.diff)
             if write:
                 try:
-                    notes = write_fix(path, fp, backup=backup)
+                    notes = write_fix(path, fp, backup=backup, force=force)
+                except FixRefused as exc:
+                    _usage_error(f"cannot write {fp.file} in {path}: {exc}; {fp.file} was not changed")
                 except OSError as exc:
                     _usage_error(f"cannot write {fp.file} in {path}: {exc.strerror or exc}; {fp.file} was not changed")
                 for note in notes:

@@ -86,6 +86,9 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
 def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment | None = None,
                  selected: set[str] | None = None) -> Report:
     """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit)."""
+    from ckptlint import userregex
+
+    userregex.reset()  # fresh time budgets for the config's regular expressions (one check at a time)
     deployment = deployment or Deployment()
     t1 = time.perf_counter()
     rules = [r() for r in ALL_RULES if selected is None or r.code in selected]

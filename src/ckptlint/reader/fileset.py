@@ -64,7 +64,8 @@ class IndexMissingShard(ReaderRule):
         files = [s for i in issues for s in i.data.get("shards", [i.data.get("shard")])]
         n = sum(i.data.get("shard_count", 1) for i in issues)
         text = (outcome.error or "").format(index_file=ctx.checkpoint.index_file or INDEX_NAME,
-                                             n=n, dir=ctx.checkpoint.root, files=_shown(files, n)) or None
+                                             n=n, dir=ctx.checkpoint.root, files=_shown(files, n),
+                                             file_set=_shown(files, n, "{}")) or None
         consequence = Consequence(outcome.consequence)
         for i in issues:
             message = f"{i.message}; {ctx.target.resolved}: {outcome.note}" if outcome.note else i.message
@@ -189,11 +190,13 @@ class NoSafetensorsWeights(ReaderRule):
     consequences = (LOAD, HYGIENE,)
 
 
-def _shown(files: list[str], n: int) -> list[str] | str:
-    """``files`` as a framework's error text lists them (a Python list), the first few of ``n``."""
-    if n <= MAX_FILES_QUOTED and len(files) == n:
-        return files
-    return f"{files[:MAX_FILES_QUOTED]!r}"[:-1] + f", ... ({n:,} in all)]"
+def _shown(files: list[str], n: int, brackets: str = "[]") -> str:
+    """``files`` as a framework's error text prints them (a Python list, or a set with ``"{}"``),
+    the first few of ``n``."""
+    text = ", ".join(map(repr, files[:MAX_FILES_QUOTED]))
+    if n > MAX_FILES_QUOTED or len(files) != n:
+        text += f", ... ({n:,} in all)"
+    return brackets[0] + text + brackets[1]
 
 
 def missing_shards(ck: "Checkpoint", missing: list[str], mapped: Callable[[str], list[str]]) -> None:

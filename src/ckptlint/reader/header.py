@@ -60,7 +60,8 @@ class ShardHeaderTooLarge(ReaderRule):
 
     ## What it does
     Reports a shard whose first 8 bytes (little-endian u64) claim a header over safetensors'
-    100 MB cap. The claimed size is never allocated.
+    100 MB cap. The claimed size is never allocated, and it is quoted only when a header that
+    long would fit in the file (otherwise it is the first bytes of something else, maybe private).
 
     ## Why is this bad?
     safetensors refuses such a file with `header too large`. This usually means the file is

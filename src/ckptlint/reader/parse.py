@@ -1,9 +1,9 @@
 """Parse a safetensors header and validate it, the way the reference reader does.
 
-Validation follows what the reference reader checks (the safetensors format text and its Rust
-``safetensors`` crate), but every problem is reported instead of only the first one, and things
-the reference reader tolerates but the format text forbids (extra keys in an entry, values over
-48 bits, a header that does not start with ``{``) are reported as hygiene.
+Validation follows what the reference reader checks (docs/frameworks/formats.md#reader-validation),
+but every problem is reported instead of only the first one, and things the reference reader
+tolerates but the format text forbids (extra keys in an entry, values over 48 bits, a header that
+does not start with ``{``) are reported as hygiene.
 
 Three paths, cheapest first: the reference writer's exact layout (:mod:`ckptlint.reader.canonical`,
 no JSON parser), any other clean header (one tight pass), and the validator that names every

@@ -16,6 +16,7 @@ from ckptlint.rules.base import Rule
 @cache
 def _all_rules() -> tuple[type[Rule], ...]:
     from ckptlint.reader import READER_RULES
+    from ckptlint.rules.config_regex import ConfigRegexUndecided
     from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
     from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
     from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
@@ -30,14 +31,15 @@ def _all_rules() -> tuple[type[Rule], ...]:
     from ckptlint.rules.shared_expert_fusion import SharedExpertFusionMismatch
     from ckptlint.rules.target_support import (GenericSimulation, NotSimulated, TargetNotVerified,
                                                TargetUnsupported)
+    from ckptlint.rules.tensor_without_module import TensorWithoutModule
     from ckptlint.rules.unexpected_tensor import UnexpectedTensor
 
     return tuple(sorted(
-        (*READER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
+        (*READER_RULES, QuantConfigInvalid, ConfigRegexUndecided, QuantizationMismatch, FusedShardsDisagree,
          TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing,
          MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported, ScaleMissing, UnexpectedTensor,
          SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-         *DEPLOYMENT_RULES),
+         TensorWithoutModule, *DEPLOYMENT_RULES),
         key=lambda r: r.code,
     ))
 
