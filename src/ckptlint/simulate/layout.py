@@ -65,7 +65,6 @@ def predict(plan: State, rm: Building, shard: Shard, float_dtype: str) -> Mismat
     st = shard.stored
     if d is None or st.quantized is None or st.weight is None or d.conflict:
         return None
-    w = st.weight
     if d.quantized and not st.quantized:
         return _float_into_quantized(plan, rm, shard, d.scheme) if d.scheme is not None else None
     if not d.quantized and st.quantized:
