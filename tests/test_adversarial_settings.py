@@ -92,7 +92,7 @@ HOSTILE_TOML = {
     "latin1": (_latin1, "not UTF-8 text (byte 0xe9"),
     "deep-arrays": (_deep_arrays, "nested too deeply"),
     "deep-tables": (_deep_tables, "nested too deeply"),
-    "sparse-3gb": (_sparse_3gb, f"more than the {TOML_CAP:,} ckptlint reads"),
+    "sparse-3gb": (_sparse_3gb, f"more than the {TOML_CAP:,} that ckptlint reads"),
     "fifo": (_fifo, "a FIFO, not a regular file"),
     "dev-zero": (_dev_zero, "a character device, not a regular file"),
     "directory": (_directory, "a directory, not a regular file"),

@@ -49,7 +49,6 @@ turn every way the file can be unusable (size, encoding, nesting, lone surrogate
 from __future__ import annotations
 
 import os
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
@@ -71,56 +70,22 @@ class ConfigError(UnusableFile):
 
 # --- reading small files safely (settings here; baseline.py reads baselines the same way) -----
 
-_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
-
-
-def _not_regular(st: os.stat_result) -> str | None:
-    if stat.S_ISREG(st.st_mode):
-        return None
-    return next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
-
-
 def read_capped(path: str | Path, cap: int, what: str = "file") -> bytes:
-    """The bytes of a regular file of at most ``cap`` bytes.
+    """The bytes of a regular file of at most ``cap`` bytes (:func:`ckptlint.fsutil.read_capped`: a
+    FIFO, device or socket is refused before it is read, a larger file from its size); any refusal is
+    an :class:`UnusableFile` naming the file and ``what`` it is."""
+    from ckptlint.fsutil import FileRefused
+    from ckptlint.fsutil import read_capped as read
 
-    A FIFO, a device or a socket (also behind a symbolic link) is refused before it is read -- and
-    opened non-blocking, so a FIFO swapped in after the check cannot stall the open either. A file
-    larger than ``cap`` is refused from its size, without reading it (a sparse multi-GB file costs
-    nothing); a file that grows past ``cap`` while being read is refused at ``cap + 1`` bytes.
-    """
     p = os.fspath(path)
     try:
-        kind = _not_regular(os.stat(p))
-        if kind is None:
-            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        return read(p, cap)
     except FileNotFoundError:
         raise UnusableFile(f"{p}: {what} not found") from None
+    except FileRefused as exc:
+        raise UnusableFile(f"{p}: {what} {exc.why}") from None
     except (OSError, ValueError) as exc:
         raise UnusableFile(f"{p}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
-    if kind is not None:
-        raise UnusableFile(f"{p}: {what} is {kind}, not a regular file")
-    try:
-        st = os.fstat(fd)
-        kind = _not_regular(st)
-        if kind is not None:
-            raise UnusableFile(f"{p}: {what} is {kind}, not a regular file")
-        if st.st_size > cap:
-            raise UnusableFile(f"{p}: {what} is {st.st_size:,} bytes, more than the {cap:,} ckptlint reads")
-        chunks, total = [], 0
-        while True:
-            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > cap:
-                raise UnusableFile(f"{p}: {what} is more than the {cap:,} bytes ckptlint reads")
-        return b"".join(chunks)
-    except OSError as exc:
-        raise UnusableFile(f"{p}: cannot read {what}: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
 
 
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
