@@ -2,6 +2,10 @@
 
 ``ckptlint check PATH --write-baseline FILE`` stores one fingerprint per current finding;
 ``ckptlint check PATH --baseline FILE`` drops every finding whose fingerprint is in FILE.
+Both work on the findings of single modules, before findings that repeat layer after layer are
+aggregated for display (``ckptlint.engine.finish``): a baseline that accepts one module's defect
+never hides the same defect appearing in another module. (Baselines written before this wrote
+one fingerprint per aggregated finding, for its first module only: rewrite them.)
 
 A fingerprint is built from what identifies the defect, not from how it is worded:
 the rule code, the requested target (``sglang==0.5.15``; none for checkpoint-wide findings),
@@ -144,9 +148,3 @@ def filter_findings(findings: Iterable["Finding"], known: set[str]) -> tuple[lis
         else:
             kept.append(f)
     return kept, dropped
-
-
-def apply_baseline(report, known: set[str]) -> None:
-    """Drop the findings of ``report`` that the baseline knows and count them."""
-    report.findings, dropped = filter_findings(report.findings, known)
-    report.ignored["by_baseline"] = report.ignored.get("by_baseline", 0) + dropped

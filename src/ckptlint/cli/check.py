@@ -39,9 +39,10 @@ def check(
         selection, known = _selection_and_baseline(cfg, select, extend_select, ignore, baseline)
         targets = common.targets(target or cfg.config.target)
         dep = common.deployment(cfg, shared)
-        report = _run(src, targets, dep)
+        report = _run(src, targets, dep, selection, known)
         report.config_file = str(cfg.path) if cfg.path else None
-        _filter(report, selection, known, write_baseline)
+        if write_baseline:
+            _write_baseline(report, write_baseline)
         _say_dropped(report, cfg, baseline)
         _emit(_render(report, format), output)
         threshold = _threshold(fail_on, cfg)
@@ -63,12 +64,12 @@ def _selection_and_baseline(cfg, select, extend_select, ignore, baseline):
     return selection, known
 
 
-def _run(src, targets, dep):
+def _run(src, targets, dep, selection, known):
     from ckptlint.engine import check as run_check
     from ckptlint.reader import NotACheckpoint
 
     try:
-        report = run_check(src, targets, dep)  # type: ignore[arg-type]
+        report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
     except NotACheckpoint as exc:
         usage_error(str(exc))
     if common.KEEP_UNTIL_EXIT is not None:
@@ -76,19 +77,15 @@ def _run(src, targets, dep):
     return report
 
 
-def _filter(report, selection, known, write_baseline) -> None:
+def _write_baseline(report, path: str) -> None:
+    """Record the selected findings, one fingerprint per module (before any baseline is applied)."""
     from ckptlint import baseline as bl
-    from ckptlint import selection as sel
 
-    sel.apply_selection(report, selection)
-    if write_baseline:
-        try:
-            n = bl.write(write_baseline, report.findings)
-        except bl.BaselineError as exc:
-            usage_error(str(exc))
-        typer.echo(f"ckptlint: wrote {n} fingerprint(s) to {write_baseline}", err=True)
-    if known is not None:
-        bl.apply_baseline(report, known)
+    try:
+        n = bl.write(path, report.selected)
+    except bl.BaselineError as exc:
+        usage_error(str(exc))
+    typer.echo(f"ckptlint: wrote {n} fingerprint(s) to {path}", err=True)
 
 
 def _say_dropped(report, cfg, baseline) -> None:
