@@ -15,7 +15,8 @@ from ckptlint.testing.models import (DenseDims, MoeDims, all_linears, awq_config
 from helpers import build, run
 
 RULE_CASES = {"QD401", "QD402", "MT701", "MT702", "MT703", "TG601", "TG602", "TG603", "TG604", "CF311",
-              "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805"}
+              "SC501", "SC502", "SC503", "SC504", "SC505", "QD403", "DP801", "DP802", "DP803", "DP804", "DP805",
+              "DP806"}
 
 
 def got_modules(report, target):

@@ -45,21 +45,25 @@ def main() -> None:
 CHECK_VALUE_OPTIONS = frozenset({
     "--target", "-t", "--format", "-f", "--fail-on", "--select", "--ignore", "--extend-select", "--platform",
     "--tp", "--gpu", "--ep", "--output", "-o", "--config", "--baseline", "--write-baseline", "--endpoint",
+    "--kv-cache-fraction", "--color", "--report",
 })
 
 
 def check_path(args: list[str]) -> str | None:
-    """The checkpoint path of a ``check`` command line (``args`` after ``check``), or None."""
+    """The checkpoint path of a ``check`` command line (``args`` after ``check``), or None (also when
+    it names several checkpoints: those are read by worker processes, not here)."""
+    paths: list[str] = []
     it = iter(args)
     for a in it:
         if a == "--":
-            return next(it, None)
+            paths.extend(it)
+            break
         if a.startswith("-") and a != "-":
             if a in CHECK_VALUE_OPTIONS:
                 next(it, None)
             continue
-        return a
-    return None
+        paths.append(a)
+    return paths[0] if len(paths) == 1 else None
 
 
 def _early_reading(args: list[str]) -> bool:

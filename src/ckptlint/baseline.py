@@ -51,7 +51,7 @@ def _hash(flds: dict[str, Optional[str]]) -> str:
     key = json.dumps([flds["code"], flds["target"], flds["subject"], flds["tensor"]], ensure_ascii=False)
     import hashlib  # (here: a check without a baseline does not need it)
 
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def fingerprint(f: "Finding") -> str:
@@ -89,7 +89,9 @@ def dumps(findings: Iterable["Finding"]) -> str:
     ordered = sorted(entries.values(), key=lambda e: (e["target"] or "", e["code"], natural_key(e["subject"] or ""),
                                                         e["tensor"] or ""))
     doc = {"ckptlint_baseline": BASELINE_VERSION, "ckptlint_version": __version__, "findings": ordered}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    from ckptlint.render.safe import dumps
+
+    return dumps(doc, indent=2) + "\n"
 
 
 def write(path: str | Path, findings: Iterable["Finding"]) -> int:

@@ -40,6 +40,9 @@ class Report:
     # configuration or the baseline left out.
     selected: list[Finding] = field(default_factory=list)
     accepted: list["Accepted"] = field(default_factory=list)
+    # How the input given became this checkpoint, when it is not the path itself (a shard file
+    # checked as the checkpoint directory that holds it).
+    input_note: str | None = None
 
     def counts(self) -> dict[str, Any]:
         sev = {s.value: 0 for s in Severity}
@@ -55,6 +58,8 @@ class Report:
                 "ignored": dict(self.ignored)}
 
     def to_json(self) -> dict[str, Any]:
+        from ckptlint.verdict import verdicts
+
         return {
             "schema_version": SCHEMA_VERSION,
             "ckptlint_version": __version__,
@@ -68,6 +73,8 @@ class Report:
             "summary": self.counts(),
             "config_file": self.config_file,
             **({"accepted": [a.to_json() for a in self.accepted]} if self.accepted else {}),
+            "verdicts": {v.target: v.to_json() for v in verdicts(self)},
+            **({"input": {"note": self.input_note}} if self.input_note else {}),
         }
 
 

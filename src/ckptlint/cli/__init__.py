@@ -1,6 +1,6 @@
-"""Command line: ``ckptlint check | plan | fix | inspect | targets | rules | rule | gpus``.
+"""Command line: ``ckptlint check | upgrade | plan | fix | inspect | targets | rules | rule | gpus``.
 
-One module per command (``check``, ``plan``, ``fix``, ``inspect_cmd``, and ``info`` for the listing
+One module per command (``check``, ``upgrade``, ``plan``, ``fix``, ``inspect_cmd``, and ``info`` for the listing
 commands); what they share, the deployment and settings options among it, is in ``common``.
 
 Exit codes: 0 no finding at or above ``--fail-on``; 1 findings at or above it; 2 usage error or
@@ -10,20 +10,20 @@ unusable input; 3 internal error (a bug: short message, traceback only with ``--
 import sys
 
 from ckptlint.cli.common import (  # noqa: F401 (the command line's public names)
-    EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format, Platform, RulesFormat)
+    EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format, Platform, RulesFormat, UsageError)
 
 
 def build_app():
     import typer
 
-    from ckptlint.cli import check, fix, info, inspect_cmd, plan
+    from ckptlint.cli import check, fix, info, inspect_cmd, plan, upgrade
 
     app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
                       add_completion=False,
                       help="Predict whether a quantized LLM checkpoint will load (or load wrong) on a given "
                            "SGLang or vLLM release, from config.json and safetensors headers alone.")
-    for command in (check.check, plan.plan, fix.fix, info.targets, info.rules, info.rule, info.gpus,
-                    inspect_cmd.inspect):
+    for command in (check.check, upgrade.upgrade, plan.plan, fix.fix, info.targets, info.rules, info.rule,
+                    info.gpus, inspect_cmd.inspect):
         app.command()(command)
     return app
 
@@ -46,6 +46,11 @@ def main(argv: list[str] | None = None) -> None:
         app(args=args, prog_name="ckptlint", standalone_mode=True)
     except SystemExit:
         raise
+    except UsageError as exc:
+        from ckptlint.render.safe import clean
+
+        sys.stderr.write(f"ckptlint: error: {clean(str(exc))}\n")
+        raise SystemExit(EXIT_USAGE)
     except KeyboardInterrupt:
         sys.stderr.write("ckptlint: interrupted\n")
         raise SystemExit(130)

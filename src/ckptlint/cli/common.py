@@ -2,8 +2,12 @@
 once, added to a command by :func:`with_options`), and how targets, settings and the deployment
 are resolved from them."""
 
+import contextlib
 import functools
 import inspect as _inspect
+import operator
+import os
+import re
 from enum import Enum
 from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
 
@@ -23,10 +27,12 @@ class Format(str, Enum):
 
 
 class CheckFormat(str, Enum):
-    """``check`` also writes SARIF 2.1.0 and GitHub workflow-command annotations."""
+    """``check`` also writes JSON lines, Markdown, SARIF 2.1.0 and GitHub workflow-command annotations."""
 
     text = "text"
     json = "json"
+    jsonl = "jsonl"
+    markdown = "markdown"
     sarif = "sarif"
     github = "github"
 
@@ -48,17 +54,26 @@ class Platform(str, Enum):
     rocm = "rocm"
 
 
+class UsageError(Exception):
+    """A usage error or unusable input: ``main`` prints ``ckptlint: error: MESSAGE`` and exits 2. (An
+    exception rather than an exit, so that a run over many checkpoints can report it for one of
+    them and go on.)"""
+
+
 def usage_error(message: str) -> NoReturn:
-    typer.echo(f"ckptlint: error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+    raise UsageError(message)
 
 
 # ----------------------------------------------------------------------------- shared options
 
 PathArg = Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")]
+KvFractionOpt = Annotated[Optional[float], typer.Option(
+    "--kv-cache-fraction", min=0.0, max=0.9,
+    help="Share of each GPU's memory the KV cache needs after weights and runtime reserve for a "
+         "deployment to fit (default 0.10; memory fit is checked when --gpu or --tp is given).")]
 TargetsOpt = Annotated[Optional[list[str]], typer.Option(
-    "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15) or FRAMEWORK for every verified "
-    "release; repeatable. Default: the newest verified release of each framework.")]
+    "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15), FRAMEWORK for every verified release, or "
+    "bounds such as 'vllm>=0.24'; repeatable. Default: the newest verified release of each framework.")]
 
 
 class SharedArgs(NamedTuple):
@@ -126,8 +141,41 @@ def with_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 # ----------------------------------------------------------------------------- resolution
 
+def checkpoint_path(path: str) -> str:
+    """The checkpoint a command works on for ``path`` (a shard or config file stands for the
+    checkpoint directory beside it; ``ckptlint.inputs.resolve_input``), said on stderr when it differs."""
+    from ckptlint.inputs import resolve_input
+
+    resolved, note = resolve_input(path)
+    if note and resolved != path:
+        from ckptlint.render.safe import clean
+
+        typer.echo(f"ckptlint: {clean(note)}", err=True)
+    return resolved
+
+
+@contextlib.contextmanager
+def endpoint_env(endpoint: str | None):
+    """``--endpoint`` for code that reads hf:// paths through ``HF_ENDPOINT`` (``fix``): set for the block."""
+    if endpoint is None:
+        yield
+        return
+    old = os.environ.get("HF_ENDPOINT")
+    os.environ["HF_ENDPOINT"] = endpoint
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_ENDPOINT", None)
+        else:
+            os.environ["HF_ENDPOINT"] = old
+
+
 def targets(specs: list[str] | None):
-    """The releases named by ``--target`` specs (deduplicated, in order); none: the newest of each framework."""
+    """The releases named by ``--target`` specs (deduplicated, in order); none: the newest of each
+    framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,
+    ``sglang``), a spec may bound the verified releases of a framework: ``vllm>=0.24``,
+    ``sglang>=0.5.9,<0.5.20`` (operators ``>=``, ``>``, ``<=``, ``<``)."""
     from ckptlint.targets import TargetError, newest_targets, resolve
 
     if not specs:
@@ -135,13 +183,38 @@ def targets(specs: list[str] | None):
     out, seen = [], set()
     for spec in specs:
         try:
-            for t in resolve(spec):
+            for t in (_range(spec) if _RANGE.match(spec) else resolve(spec)):
                 if t.id not in seen:
                     seen.add(t.id)
                     out.append(t)
         except TargetError as exc:
             usage_error(str(exc))
     return out
+
+
+_RANGE = re.compile(r"^\s*([A-Za-z_-]+)\s*([<>]=?.*)$")
+_BOUND = re.compile(r"^\s*([<>]=?)\s*([0-9][0-9A-Za-z.+]*)\s*$")
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def _range(spec: str):
+    """The verified releases of a framework within bounds (``vllm>=0.24,<0.33``)."""
+    from ckptlint.targets import TargetError, parse_version, resolve
+
+    m = _RANGE.match(spec)
+    assert m is not None
+    bounds = []
+    for part in m.group(2).split(","):
+        b = _BOUND.match(part)
+        if not b:
+            raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK, FRAMEWORK==VERSION or bounds "
+                              "such as FRAMEWORK>=VERSION,<VERSION")
+        bounds.append((_OPS[b.group(1)], parse_version(b.group(2))))
+    chosen = [t for t in resolve(m.group(1))
+              if all(op(parse_version(t.id.partition("==")[2]), v) for op, v in bounds)]
+    if not chosen:
+        raise TargetError(f"no verified release matches {spec!r} (see `ckptlint targets`)")
+    return chosen
 
 
 def settings(path: str | None, shared: SharedArgs):
@@ -171,22 +244,38 @@ def validate(gpu: Optional[str], tp: int, ep: Optional[int]) -> tuple:
     return key, ep
 
 
-def deployment(cfg, shared: SharedArgs):
-    """Deployment options: command line first, then the configuration file, then the defaults."""
+def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fraction: float | None = None):
+    """Deployment options: command line first, then the configuration file, then the defaults.
+    ``memory``: check memory fit (DP806) when the deployment is stated (--gpu, or a TP size)."""
     from ckptlint.deployment import Deployment
 
     c = cfg.config
     tp = shared.tp or c.tp or 1
     gpu, ep = validate(shared.gpu, tp, shared.ep)
+    stated = shared.gpu is not None or shared.tp is not None or c.tp is not None
     return Deployment(speculative=shared.speculative if shared.speculative is not None else c.speculative,
                       platform=shared.platform.value if shared.platform else c.platform, tp=tp, gpu=gpu, ep=ep,
                       dp_attention=shared.dp_attention,
-                      shared_experts_fusion=False if shared.disable_shared_experts_fusion else None)
+                      shared_experts_fusion=False if shared.disable_shared_experts_fusion else None,
+                      memory_check=memory and stated, kv_cache_fraction=kv_cache_fraction)
 
 
-def one_target(target: str | None, cfg, command: str):
-    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it names one."""
+def newest_sglang():
+    """The default release of ``plan`` and ``inspect``: the newest verified SGLang release."""
+    from ckptlint.targets import newest_targets
+
+    return next(t for t in newest_targets() if t.framework == "sglang")
+
+
+def one_target(target: str | None, cfg, command: str, *, default_newest: bool = False):
+    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it
+    names one, else (``default_newest``) the newest verified SGLang release, said on stderr."""
     specs = [target] if target else (cfg.config.target or [])
+    if not specs and default_newest:
+        release = newest_sglang()
+        typer.echo(f"ckptlint: {command}: no --target given: {release.id} (the newest verified SGLang release)",
+                   err=True)
+        return release
     if not specs:
         usage_error(f"{command} needs --target FRAMEWORK==VERSION")
     ts = targets(specs)

@@ -13,7 +13,8 @@ from ckptlint.cli.common import EXIT_FINDINGS, EXIT_OK, PathArg, SharedArgs, usa
 def fix(
     path: PathArg,
     target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (one target per call; default: the config's target if it names one release)")] = None,
-    write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it.")] = False,
+    write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it (local checkpoints only).")] = False,
+    diff: Annotated[bool, typer.Option("--diff", help="Print the change as a unified diff and write nothing (the default).")] = False,
     backup: Annotated[bool, typer.Option("--backup/--no-backup", help="Keep the original as <file>.orig.")] = True,
     *,
     shared: SharedArgs,
@@ -22,11 +23,18 @@ def fix(
     from ckptlint.fix import plan_fix
     from ckptlint.reader import NotACheckpoint
 
+    if diff and write:
+        usage_error("--diff prints the change and --write applies it: use one of them")
+    if write and path.startswith("hf://"):
+        usage_error(f"{path}: fix --write edits the files of a local checkpoint; for a Hub repository, print the "
+                    "diff (without --write) and apply it in a clone")
+    path = common.checkpoint_path(path)
     cfg = common.settings(path, shared)
     release = common.one_target(target, cfg, "fix")
     dep = common.deployment(cfg, shared)
     try:
-        fp = plan_fix(path, release, dep)
+        with common.endpoint_env(shared.endpoint):
+            fp = plan_fix(path, release, dep)
     except NotACheckpoint as exc:
         usage_error(str(exc))
     if fp.diff:

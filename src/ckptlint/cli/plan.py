@@ -12,7 +12,7 @@ from ckptlint.cli.common import Format, PathArg, SharedArgs, usage_error
 @common.with_options
 def plan(
     path: PathArg,
-    target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (default: the config's target if it names one release)")] = None,
+    target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (default: the config's target if it names one release, else the newest verified SGLang release, as for inspect)")] = None,
     module: Annotated[Optional[str], typer.Option("--module", "-m", help="Only runtime modules containing this text.")] = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
     *,
@@ -23,8 +23,9 @@ def plan(
     from ckptlint.render.plan import render_plan
     from ckptlint.simulate import simulate
 
+    path = common.checkpoint_path(path)
     cfg = common.settings(path, shared)
-    release = common.one_target(target, cfg, "plan")
+    release = common.one_target(target, cfg, "plan", default_newest=True)
     try:
         ckpt = load_checkpoint(path, endpoint=shared.endpoint)
     except NotACheckpoint as exc:

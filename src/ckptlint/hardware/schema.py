@@ -87,6 +87,9 @@ class FrameworkParallel(_Strict):
     block_source: str
     group_error: str
     group_source: str
+    kv_cache_error: str = ""
+    kv_cache_source: str = ""
+    oom_error: str = ""
 
 
 class ParallelData(_Strict):

@@ -108,7 +108,7 @@ def fingerprint(f: Finding) -> str:
     """Code, requested target, subject (module or file), first tensor: stable across runs and rewording."""
     tensor = min(f.tensors, key=natural_key) if f.tensors else None
     key = json.dumps([f.code, f.target, f.module or f.file, tensor], ensure_ascii=False)
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _region(span: Span) -> dict[str, int]:
@@ -243,4 +243,6 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
 
 
 def render(report: Report) -> str:
-    return json.dumps(to_sarif(report), indent=2, ensure_ascii=False) + "\n"
+    from ckptlint.render.safe import dumps
+
+    return dumps(to_sarif(report), indent=2) + "\n"

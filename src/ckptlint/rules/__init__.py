@@ -19,12 +19,13 @@ from ckptlint.rules.target_support import (GenericSimulation, NotSimulated, Targ
                                            TargetUnsupported)
 from ckptlint.rules.container import CONTAINER_RULES
 from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
+from ckptlint.rules.memory_fit import GpuMemoryFit
 
 ALL_RULES: tuple[type[Rule], ...] = tuple(sorted(
     (*CONTAINER_RULES, QuantConfigInvalid, QuantizationMismatch, FusedShardsDisagree,
      TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing, MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported,
      ScaleMissing, UnexpectedTensor, SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-     *DEPLOYMENT_RULES),
+     *DEPLOYMENT_RULES, GpuMemoryFit),
     key=lambda r: r.code,
 ))
 
