@@ -1,4 +1,4 @@
-"""The simulation's shortcut for expert modules (``simulate._expert_runs``: expert modules named once
+"""The simulation's shortcut for expert modules (``simulate.names._expert_runs``: expert modules named once
 per checkpoint and shared by targets with the same expert rule) builds exactly the plan the
 module-by-module path builds: same runtime modules in the same order, same shards, same
 decisions, same dropped tensors, on every shipped fixture and synthetic model, for every verified
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from ckptlint import simulate as S
+from ckptlint.simulate import names as N
 from ckptlint.deployment import Deployment
 from ckptlint.reader import load_checkpoint
 from ckptlint.targets import list_targets
@@ -50,7 +51,7 @@ def _compare(monkeypatch, path: Path, speculative: bool | None) -> int:
     fast_ck = load_checkpoint(path)
     fast = [_describe(S.simulate(fast_ck, t, dep)) for t in targets]
     with monkeypatch.context() as m:
-        m.setattr(S, "_expert_runs", _per_module_runs)
+        m.setattr(N, "_expert_runs", _per_module_runs)
         slow_ck = load_checkpoint(path)
         slow = [_describe(S.simulate(slow_ck, t, dep)) for t in targets]
     for t, a, b in zip(targets, fast, slow):

@@ -36,24 +36,16 @@ class Deployment:
         return f"{gpu} ({platform}), {par}, {flags}, {spec}"
 
 
-# The GPU on which each format runs natively with the frameworks' default kernels (DECISIONS.md):
-# keys of ckptlint/hardware/gpus.toml, which gives their names, architectures and platforms.
-NATIVE_GPU: dict[str, str] = {
-    "nvfp4": "b200",
-    "mxfp4:quark": "mi355x",
-    "mxfp4": "h100",  # gpt-oss MXFP4 via Triton kernels on Hopper
-    "default": "h100",  # FP8, INT4/INT8
-}
-
-
 def default_gpu_key(method: str | None, scheme: str | None, platform: str | None = None,
                     gpu: str | None = None) -> str | None:
     """Key of the GPU a check assumes (None: only a platform is known, e.g. ``--platform rocm``)."""
     if gpu is not None:
         return gpu
-    key = NATIVE_GPU["mxfp4:quark"] if (scheme == "mxfp4" and method == "quark") else \
-        NATIVE_GPU.get(scheme or "", NATIVE_GPU["default"])
-    from ckptlint.hardware import get_gpu
+    from ckptlint.hardware import get_gpu, gpu_data
+
+    # the GPU on which the format runs natively (hardware data `native`)
+    native = gpu_data().native
+    key = native.get(f"{scheme}:{method}") or native.get(scheme or "") or native["default"]
 
     g = get_gpu(key)
     if platform is not None and g is not None and platform != _platform_of(g):

@@ -7,18 +7,16 @@ the framework shards and by how many ranks; the DP80x rules and ``ckptlint inspe
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ckptlint._ns import wrap
 from ckptlint.hardware import HERE, _compiled
+from ckptlint.simulate.model import Dim, Placement
 
 if TYPE_CHECKING:
     from ckptlint.deployment import Deployment
-    from ckptlint.simulate import Plan, RuntimeModule
-
-Dim = Literal["out", "in", "replicated", "vocab", "moe"]
+    from ckptlint.simulate import Plan
 
 
 def validate_parallel_data() -> Any:
@@ -39,16 +37,7 @@ def for_framework(framework: str) -> Any:
     return parallel_data().frameworks.get(framework)
 
 
-@dataclass
-class Placement:
-    module: "RuntimeModule"
-    dim: Dim
-    tp: int  # ranks the module's N/K/vocab/intermediate is split over (1: not split)
-    ep: int  # ranks whole experts are split over (MoE only)
-    attention: bool = False
-
-
-def sharded_dim(rm: "RuntimeModule", fw: Any) -> Dim:
+def sharded_dim(rm: Any, fw: Any) -> Dim:
     if rm.loader and rm.loader in fw.sharding:
         return fw.sharding[rm.loader]
     for p in fw.patterns:
@@ -58,20 +47,26 @@ def sharded_dim(rm: "RuntimeModule", fw: Any) -> Dim:
 
 
 def layout(plan: "Plan", deployment: "Deployment") -> dict[str, Placement]:
-    fw = for_framework(plan.target.framework)
+    """The placement of every runtime module of ``plan`` (keyed like ``plan.modules``)."""
+    return placements(plan.modules, for_framework(plan.target.framework), deployment)
+
+
+def placements(modules: Mapping[str, Any], fw: Any, deployment: "Deployment") -> dict[str, Placement]:
+    """How ``deployment`` splits each of ``modules`` (runtime modules by key) under the framework's
+    sharding data ``fw`` (None: no data, no placements)."""
     out: dict[str, Placement] = {}
     if fw is None:
         return out
     att = re.compile(fw.dp_attention)
     tp, ep = max(1, deployment.tp), max(1, getattr(deployment, "ep", 1) or 1)
     dp_att = bool(getattr(deployment, "dp_attention", False))
-    for name, rm in plan.modules.items():
+    for name, rm in modules.items():
         dim = sharded_dim(rm, fw)
         attention = bool(att.search(name))
         if dim == "moe":
-            out[name] = Placement(rm, dim, max(1, tp // ep), ep, attention)
+            out[name] = Placement(dim, max(1, tp // ep), ep, attention)
         elif dim == "replicated":
-            out[name] = Placement(rm, dim, 1, 1, attention)
+            out[name] = Placement(dim, 1, 1, attention)
         else:
-            out[name] = Placement(rm, dim, 1 if (dp_att and attention) else tp, 1, attention)
+            out[name] = Placement(dim, 1 if (dp_att and attention) else tp, 1, attention)
     return out

@@ -53,6 +53,9 @@ class GpuData(_Strict):
     schema_: int = Field(alias="schema")
     gpus: dict[str, Gpu]
     architectures: dict[str, Architecture]
+    # The GPU a check assumes by default: "SCHEME:METHOD" or "SCHEME" (ckptlint.quant.schemes names)
+    # -> a key of ``gpus``; "default" for every other format.
+    native: dict[str, str]
 
 
 
@@ -64,6 +67,11 @@ Dim = Literal["out", "in", "replicated", "vocab", "moe"]
 class PatternRule(_Strict):
     pattern: str
     dim: Dim
+
+
+class GroupErrorScheme(_Strict):
+    method: str
+    scheme: str
 
 
 class FrameworkParallel(_Strict):
@@ -86,6 +94,8 @@ class FrameworkParallel(_Strict):
     merged_block_check: Literal["all", "all_but_last"]
     block_source: str
     group_error: str
+    # the quant (method, scheme) pairs whose layers raise group_error (others divide silently)
+    group_error_schemes: list[GroupErrorScheme] = Field(default_factory=list)
     group_source: str
     kv_cache_error: str = ""
     kv_cache_source: str = ""

@@ -23,7 +23,6 @@ __all__ = ["QuantConfig", "parse_quant_config", "Scheme", "SCHEMES"]
 
 
 OptStrList = ("list", str)
-OptDict = ("dict", Any)
 
 
 class QuarkConfig(Lenient):

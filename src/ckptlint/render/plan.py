@@ -28,7 +28,7 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
     header = {"target": plan.target.id, "resolved": plan.target.resolved, "architecture": plan.arch_name,
               "quant_method": plan.quant.method_key if plan.quant else None,
               "skip_list_key": plan.exclude_key, "speculative": plan.speculative,
-              "draft_class": plan.draft.cls if plan.draft else None, "mtp_layers": plan.mtp_layers,
+              "draft_class": plan.draft.cls if plan.draft else None, "mtp_layers": list(plan.mtp_layers),
               "deployment": plan.deployment_text, "unsupported": plan.unsupported,
               "not_simulated": plan.not_simulated, "whole_draft_excluded": plan.whole_draft_excluded}
     if json_out:

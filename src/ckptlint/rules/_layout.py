@@ -5,28 +5,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import LayoutIssue, firsts, layout_issues
 from ckptlint.rules.base import Rule, RuleContext
-
-
-def plan_layout_issues(ctx: RuleContext) -> dict[str, list[LayoutIssue]]:
-    plan = ctx.plan
-    if plan is None or not plan.simulated:
-        return {}
-    cached = getattr(plan, "_layout_issues", None)
-    if cached is None:
-        cached = {}
-        for key, rm in plan.modules.items():
-            if rm.decision is None or not rm.decision.quantized:
-                continue
-            # Verdicts depend on the tensors' suffix/dtype/shape only: test one shard per signature
-            # (the 768 expert shards of a MoE layer usually share one) and name the others only if bad.
-            bad_sigs = {sig for sig, s in firsts(rm).items() if layout_issues(plan, rm, s)}
-            if bad_sigs:
-                cached[key] = [i for s in rm.shards if s.stored.sig in bad_sigs
-                                   for i in layout_issues(plan, rm, s)]
-        plan._layout_issues = cached  # type: ignore[attr-defined]
-    return cached
+from ckptlint.simulate import LayoutIssue
 
 
 class LayoutRule(Rule):
@@ -36,11 +16,12 @@ class LayoutRule(Rule):
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
         plan = ctx.plan
-        for key, issues in plan_layout_issues(ctx).items():
-            mine = [i for i in issues if i.kind in self.kinds]
+        if plan is None or not plan.simulated:
+            return
+        for rm in plan.modules.values():
+            mine = [i for i in rm.layout_issues if i.kind in self.kinds]
             if not mine:
                 continue
-            rm = plan.modules[key]
             module = rm.name
             first = mine[0]
             worst = Consequence.LOAD_ERROR if any(i.consequence is Consequence.LOAD_ERROR for i in mine) \

@@ -13,7 +13,7 @@ simulated load plan of that target.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterator
 
 from ckptlint.findings import Consequence, Finding
@@ -28,13 +28,12 @@ DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "How to fix")
 _SECTION_RE = re.compile(r"^## (.+?)\s*$", re.M)
 
 
-@dataclass
+@dataclass(frozen=True)
 class RuleContext:
     checkpoint: "Checkpoint"
     deployment: "Deployment"
     target: "Target | None" = None
     plan: "Plan | None" = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Rule:

@@ -18,14 +18,7 @@ from ckptlint.rules.base import Rule, RuleContext
 
 
 def _gpu(ctx: RuleContext):
-    from ckptlint.deployment import default_gpu_key
-    from ckptlint.hardware import get_gpu
-
-    plan, dep = ctx.plan, ctx.deployment
-    q = plan.quant if plan is not None else None
-    scheme = q.default_scheme.name if q is not None and q.default_scheme is not None else None
-    key = default_gpu_key(q.method if q else None, scheme, dep.platform, dep.gpu)
-    return get_gpu(key) if key is not None else None
+    return ctx.plan.gpu_info if ctx.plan is not None else None
 
 
 def _gpu_assumption(ctx: RuleContext, gpu) -> str:
@@ -52,21 +45,12 @@ def _quantized(plan):
             yield rm
 
 
-def _layout(ctx: RuleContext):
-    from ckptlint.hardware.parallel import for_framework, layout
-
+def _parallel(ctx: RuleContext):
+    """The framework's sharding data, when the plan has placements to judge."""
     plan = ctx.plan
     if plan is None or not plan.simulated or plan.quant is None:
-        return None, {}
-    fw = for_framework(plan.target.framework)
-    if fw is None:
-        return None, {}
-    d = ctx.deployment
-    key = ("layout", d.tp, d.ep, d.dp_attention)
-    lay = plan.cache.get(key)
-    if lay is None:  # shared by DP802-DP805
-        lay = plan.cache[key] = layout(plan, d)
-    return fw, lay
+        return None
+    return plan.parallel
 
 
 class GpuFormatSupport(Rule):
@@ -170,12 +154,12 @@ class TensorParallelIndivisible(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
-            p = lay.get(rm.name)
+            p = rm.placement
             if p is None:
                 continue
             if p.dim == "moe":
@@ -185,7 +169,7 @@ class TensorParallelIndivisible(Rule):
                                        f"{experts} routed experts of {rm.name} do not split evenly over EP={p.ep}",
                                        module=rm.name, error_text=fw.ep_error or None, assumptions=assumptions,
                                        data={"experts": experts, "ep": p.ep, "source": fw.ep_source})
-                inter = _moe_intermediate(rm)
+                inter = _moe_intermediate(rm, ctx.plan.arch)
                 if p.tp > 1 and inter and inter % p.tp:
                     yield self.finding(ctx, Consequence.LOAD_ERROR,
                                        f"the MoE intermediate size {inter} of {rm.name} does not split over "
@@ -208,12 +192,14 @@ class TensorParallelIndivisible(Rule):
                     break
 
 
-def _moe_intermediate(rm) -> int | None:
+def _moe_intermediate(rm, arch) -> int | None:
+    """A FusedMoE's intermediate size: the gate/up projections' out features or the down projection's
+    in features (the architecture's expert projection names, ``expert_w13`` / ``expert_w2``)."""
     for s in rm.shards:
-        if s.proj in ("gate_proj", "up_proj", "w1", "w3") and s.stored.logical_n:
+        if s.proj in arch.expert_w13 and s.stored.logical_n:
             return s.stored.logical_n
     for s in rm.shards:
-        if s.proj in ("down_proj", "w2") and s.stored.logical_k:
+        if s.proj in arch.expert_w2 and s.stored.logical_k:
             return s.stored.logical_k
     return None
 
@@ -246,17 +232,17 @@ class Fp8BlockPartition(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
-            p = lay.get(rm.name)
+            p = rm.placement
             if scheme.block is None or p is None:
                 continue
             bn, bk = scheme.block
-            hit = _block_violation(rm, p, bn, bk, fw)
+            hit = _block_violation(rm, p, bn, bk, fw, ctx.plan.arch)
             if hit is not None:
                 template, size, block, tensors = hit
                 yield self.finding(ctx, Consequence.LOAD_ERROR,
@@ -266,9 +252,9 @@ class Fp8BlockPartition(Rule):
                                    data={"size": size, "block": block, "tp": p.tp, "source": fw.block_source})
 
 
-def _block_violation(rm, p, bn: int, bk: int, fw):
+def _block_violation(rm, p, bn: int, bk: int, fw, arch):
     if p.dim == "moe":
-        inter = _moe_intermediate(rm)
+        inter = _moe_intermediate(rm, arch)
         if not inter or inter % p.tp:
             return None  # DP802
         part = inter // p.tp
@@ -322,25 +308,25 @@ class GroupPartition(Rule):
     consequences = (Consequence.LOAD_ERROR,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        fw, lay = _layout(ctx)
+        fw = _parallel(ctx)
         if fw is None:
             return
         assumptions = [_par_assumption(ctx)]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
-            p = lay.get(rm.name)
+            p = rm.placement
             if not scheme.group or p is None or p.tp <= 1:
                 continue
             g = scheme.group
             if p.dim == "moe":
-                inter = _moe_intermediate(rm)
+                inter = _moe_intermediate(rm, ctx.plan.arch)
                 size = inter // p.tp if inter and not inter % p.tp else None
                 text = None
             elif p.dim == "in":
                 ks = [s.stored.logical_k for s in rm.shards if s.stored.logical_k]
                 size = ks[0] // p.tp if ks and not ks[0] % p.tp else None
-                text = fw.group_error.format(module=rm.name, size=size, group=g) \
-                    if (fw.group_error and scheme.name == "mxfp4" and ctx.plan.quant.method == "quark") else None
+                raises = any(s.method == ctx.plan.quant.method and s.scheme == scheme.name for s in fw.group_error_schemes)
+                text = fw.group_error.format(module=rm.name, size=size, group=g) if (fw.group_error and raises) else None
             else:
                 continue
             if size is not None and size % g:

@@ -3,7 +3,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import predict, runtime_float_dtype
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -37,12 +36,11 @@ class MtpQuantizedDraftUnquantized(Rule):
         plan = ctx.plan
         if plan is None or not plan.simulated:
             return
-        fdt = runtime_float_dtype(ctx.checkpoint.config)
         for rm in plan.modules.values():
             d = rm.decision
             if d is None or not d.forced_draft:
                 continue
-            ms = [m for m in (predict(plan, rm, s, fdt) for s in rm.shards) if m is not None]
+            ms = rm.mismatches
             if not ms:
                 continue
             cons = Consequence.LOAD_ERROR if any(m.consequence is Consequence.LOAD_ERROR for m in ms) else ms[0].consequence

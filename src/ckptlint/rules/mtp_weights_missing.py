@@ -4,7 +4,7 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.rules.base import Rule, RuleContext
-from ckptlint.simulate import present_layers, too_many_mtp_layers, unreadable_shards
+from ckptlint.simulate import too_many_mtp_layers
 
 
 class MtpWeightsMissing(Rule):
@@ -40,15 +40,12 @@ class MtpWeightsMissing(Rule):
             return
         if too_many_mtp_layers(plan):
             return  # the draft loader refuses the layer count before loading anything (MT703)
-        prefix = plan.arch.layer_prefix
-        present = present_layers(ctx.checkpoint, prefix)
-        if unreadable_shards(ctx.checkpoint):
+        prefix = plan.draft.prefix or plan.arch.layer_prefix
+        present = plan.present_layers
+        if plan.unreadable_shards:
             return  # weights may sit in a shard whose header could not be read: the SF finding says so
-        if plan.draft.prefix:  # Qwen-style `mtp.` prefix: the draft needs some tensor under it
-            prefix = plan.draft.prefix
-            present = {0} if any(n.startswith(prefix) for n in ctx.checkpoint.tensors) else set()
-            if present:
-                return
+        if plan.draft.prefix and present:  # Qwen-style `mtp.` prefix: the draft needs some tensor under it
+            return
         outcome = plan.draft.missing_weights
         for layer in (plan.mtp_layers[:1] if plan.draft.prefix else plan.mtp_layers):
             if layer in present:

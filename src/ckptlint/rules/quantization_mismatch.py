@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import predict_all, runtime_float_dtype, suggested_entries
+from ckptlint.simulate.layout import suggested_entries
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -45,16 +45,12 @@ class QuantizationMismatch(Rule):
         plan = ctx.plan
         if plan is None or not plan.simulated or plan.quant is None or plan.method is None:
             return
-        fdt = runtime_float_dtype(ctx.checkpoint.config)
-        raw_key, raw_entries = plan.quant.exclude_list(
-            plan.method.exclude_keys_hf_quant_config if plan.quant.source_file == "hf_quant_config.json"
-            and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)
-        raw_set = set(raw_entries)
+        raw_set = set(plan.exclude_entries)
         for rm in plan.modules.values():
             d = rm.decision
             if d is None or d.forced_draft or d.conflict or rm.role == "extra" or rm.fused_into:
                 continue
-            mismatches = predict_all(plan, rm, fdt)
+            mismatches = rm.mismatches
             if not mismatches:
                 continue
             first = mismatches[0]

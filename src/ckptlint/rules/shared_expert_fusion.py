@@ -3,9 +3,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
-from ckptlint.predict import layout_issues, predict, runtime_float_dtype
 from ckptlint.rules.base import Rule, RuleContext
-from ckptlint.simulate import RuntimeModule
 
 
 class SharedExpertFusionMismatch(Rule):
@@ -41,16 +39,15 @@ class SharedExpertFusionMismatch(Rule):
         plan = ctx.plan
         if plan is None or not plan.simulated or not plan.fusion:
             return
-        fdt = runtime_float_dtype(ctx.checkpoint.config)
+        flag = plan.arch.shared_experts_fusion.disable_flag
         for rm in plan.modules.values():
             if not rm.fused_into:
                 continue
             moe = plan.modules[rm.fused_into]
             if moe.decision is None:
                 continue
-            slot = RuntimeModule(moe.name, "moe", moe.loader, moe.role, decision=moe.decision)
-            bad = [m for m in (predict(plan, slot, s, fdt) for s in rm.shards) if m is not None]
-            shape = [i for s in rm.shards for i in layout_issues(plan, slot, s) if i.kind in ("shape", "dtype")]
+            bad = rm.fusion_mismatches
+            shape = [i for i in rm.fusion_layout_issues if i.kind in ("shape", "dtype")]
             if not bad and not shape:
                 continue
             detail = bad[0].detail if bad else shape[0].detail
@@ -62,7 +59,7 @@ class SharedExpertFusionMismatch(Rule):
                 f"`{rm.name}` is loaded into `{moe.name}` as one more routed expert (shared-experts fusion: "
                 f"{plan.fusion_reason}), but it is stored {stored} while the routed experts are built {built}; "
                 f"{detail}", module=rm.name, tensors=rm.tensors, error_text=text,
-                hint="start SGLang with --disable-shared-experts-fusion (a server flag), or store the shared "
+                hint=f"start SGLang with {flag} (a server flag), or store the shared "
                      "expert in the routed experts' format",
                 assumptions=[f"shared-experts fusion at the default for {plan.target.resolved} on {plan.gpu}"],
-                data={"fused_into": moe.name, "server_flag": "--disable-shared-experts-fusion"})
+                data={"fused_into": moe.name, "server_flag": flag})

@@ -98,9 +98,12 @@ class MethodRules(Strict):
     mixed_shards: Outcome | None = None  # construction error when fused shards disagree
     moe_mixed: Outcome | None = None  # construction error when expert 0's projections disagree
     missing_scale: Outcome | None = None  # a registered scale the checkpoint lacks (default: silent)
-    # compressed-tensors FusedMoE: probe expert 0 under the model's own expert names (else always
-    # gate_proj/up_proj/down_proj).
+    # moe = "expert0": the projections of expert 0 it probes, and whether it probes them under the
+    # model's own expert names instead
+    expert0_projections: list[str] = Field(default_factory=lambda: ["gate_proj", "up_proj", "down_proj"])
     expert0_model_names: bool = False
+    # moe = "reversed_substring": only entries containing this word are tried
+    moe_entry_word: str = "experts"
     # vLLM AWQ: an empty skip list is inferred from the safetensors dtypes (all-float modules).
     infer_skip_from_dtypes: bool = False
     # A list of the quantized modules instead: config key (entries are substrings of the layer
@@ -190,6 +193,21 @@ class SchemeMatch(Strict):
     symmetric: bool | None = None  # None: either
 
 
+class QuantGate(Strict):
+    """A quant config's can_fuse_shared_expert(): it refuses fusion when a skip-list entry's text names
+    a shared expert (contains ``entry_word`` and not ``entry_not``: a test of the entry's text, not a
+    resolution of modules), and, with ``compare_schemes``, when the shared and routed experts are built
+    with different schemes."""
+
+    who: str  # how findings name the quant config, e.g. "Quark"
+    # the skip list it reads: as the config writes it, or after the model's name mapper
+    entries: Literal["written", "mapped"] = "written"
+    exempt: list[str] = Field(default_factory=list)  # entries it does not count (regexes; {mtp}: each MTP layer)
+    compare_schemes: bool = False
+    entry_word: str = "shared_expert"
+    entry_not: str = "shared_expert_gate"
+
+
 class SharedExpertsFusion(Strict):
     """SGLang loads the shared expert as routed expert number `n_routed_experts` of the same FusedMoE."""
 
@@ -202,22 +220,15 @@ class SharedExpertsFusion(Strict):
     shared_default: int | None = None  # the shared-expert count when config.json has no shared_key
     equal_keys: list[str] = Field(default_factory=list)  # config values that must all be equal
     shared_module: str = "mlp.shared_experts"
+    disable_flag: str = "--disable-shared-experts-fusion"  # the server flag that turns it off
+    routed_module: str = "mlp.experts"  # the FusedMoE the shared expert is loaded into, in the same layer
     off_methods: list[str] = Field(default_factory=list)
     off_schemes: list[SchemeMatch] = Field(default_factory=list)  # the Linear layers' scheme turns it off
     platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])  # where it can fuse at all
     # where it still fuses with expert parallelism (EP > 1); elsewhere EP > 1 turns it off
     ep_platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["rocm"])
-    # Methods whose can_fuse_shared_expert() the model consults (semantics in ckptlint.simulate).
-    quant_gate: list[str] = Field(default_factory=list)
-    # Quark's can_fuse_shared_expert: exclude entries it does not count as naming a shared expert
-    # (draft entries; regexes, {mtp} is each MTP layer), and whether it also compares the shared and
-    # routed experts' schemes for this model's module names.
-    quark_gate_exempt: list[str] = Field(default_factory=list)
-    quark_gate_schemes: bool = False
-    # the quant configs' test of an exclude entry's text: it names a shared expert if it contains
-    # gate_entry_word and not gate_entry_not
-    gate_entry_word: str = "shared_expert"
-    gate_entry_not: str = "shared_expert_gate"
+    # The quant configs whose can_fuse_shared_expert() the model consults, by method.
+    quant_gates: dict[str, QuantGate] = Field(default_factory=dict)
     runner_off: list[RunnerOff] = Field(default_factory=list)
 
 
@@ -236,7 +247,6 @@ class Architecture(Strict):
     # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
     rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
-    generic: bool = False  # the fallback used for architectures without their own entry
     shared_experts_fusion: SharedExpertsFusion | None = None
     draft: Draft | None = None
 

@@ -1,28 +1,20 @@
-"""Predict what happens when a checkpoint module is loaded into the runtime module a target built.
+"""Stage 3, layout: what happens when each checkpoint module is loaded into the module the target built.
 
-Compares the stored form (dtype, shape, scales) with the parameters the target allocates for
-its decision and returns the consequence and the text the framework would print, using the
-error templates of the target data.
+Compares the stored form (dtype, shape, scales) with the parameters the target allocates for its
+decision (``Mismatch``: quantized into unquantized or the reverse) and, for modules built and stored
+quantized, with the tensors the scheme requires (``LayoutIssue``: missing, unexpected, mis-named,
+mis-shaped or mis-typed tensors), with the consequence and the text the framework would print
+(the target data's ``loading`` templates).
 """
 
 from __future__ import annotations
 
 import operator
 
-from dataclasses import dataclass
-
 from ckptlint.checkpoint import TORCH_DTYPE
 from ckptlint.findings import Consequence
-from ckptlint.simulate import Plan, RuntimeModule, Shard
-
-
-@dataclass
-class Mismatch:
-    shard: Shard
-    direction: str  # "quantized-into-unquantized" | "unquantized-into-quantized"
-    consequence: Consequence
-    error_text: str | None
-    detail: str
+from ckptlint.simulate.model import LayoutIssue, Mismatch, Shard
+from ckptlint.simulate.state import Building, State
 
 
 def _shape(shape) -> str:
@@ -31,10 +23,10 @@ def _shape(shape) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def predict_all(plan: Plan, rm: RuntimeModule, float_dtype: str) -> list[Mismatch]:
+def predict_all(plan: State, rm: Building, float_dtype: str, firsts: dict[tuple, Shard]) -> list[Mismatch]:
     """``predict`` for every shard of ``rm``; shards with the same stored signature share a verdict,
-    so only one of each is evaluated unless it mismatches."""
-    bad = {sig for sig, s in firsts(rm).items() if predict(plan, rm, s, float_dtype) is not None}
+    so only one of each (``firsts``) is evaluated unless it mismatches."""
+    bad = {sig for sig, s in firsts.items() if predict(plan, rm, s, float_dtype) is not None}
     if not bad:
         return []
     out: list[Mismatch] = []
@@ -50,15 +42,7 @@ _STORED = operator.attrgetter("stored")
 _SIG = operator.attrgetter("stored.sig")
 
 
-def firsts(rm: RuntimeModule) -> dict[tuple, Shard]:
-    """:func:`first_per_sig` of ``rm``'s shards, computed once for every rule that asks."""
-    memo = rm.firsts
-    if memo is None or memo[0] != len(rm.shards):
-        memo = rm.firsts = (len(rm.shards), first_per_sig(rm.shards))
-    return memo[1]
-
-
-def first_per_sig(shards: list[Shard]) -> dict[tuple, Shard]:
+def first_per_sig(shards: "list[Shard] | tuple[Shard, ...]") -> dict[tuple, Shard]:
     """The first shard of each stored signature (C-level: a MoE module has hundreds of expert
     shards and usually one or two signatures). Shards stored alike share one Stored object
     (ckptlint.simulate.stored_form), so they are told apart by identity first, which hashes no
@@ -76,7 +60,7 @@ def runtime_float_dtype(config: dict | None) -> str:
     return {"float16": "F16", "float32": "F32"}.get(td, "BF16") if isinstance(td, str) else "BF16"
 
 
-def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mismatch | None:
+def predict(plan: State, rm: Building, shard: Shard, float_dtype: str) -> Mismatch | None:
     d = rm.decision
     st = shard.stored
     if d is None or st.quantized is None or st.weight is None or d.conflict:
@@ -116,35 +100,33 @@ def predict(plan: Plan, rm: RuntimeModule, shard: Shard, float_dtype: str) -> Mi
         up = unexpected_outcome(plan)
         scale_name = f"{shard.ckpt_module}.{extra[0]}" if extra else None
         if extra and up.consequence == "load-error":
-            text = (up.error or "").format(name=_param_name(rm, shard, extra[0]))
+            text = (up.error or "").format(name=_param_name(plan, rm, shard, extra[0]))
             return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
                             f"the unquantized layer has no parameter for `{scale_name}`")
         return Mismatch(shard, "quantized-into-unquantized", Consequence.SILENT_CORRUPTION,
-                        (up.error or "").format(name=_param_name(rm, shard, extra[0])) if extra and up.error else None,
+                        (up.error or "").format(name=_param_name(plan, rm, shard, extra[0])) if extra and up.error else None,
                         f"the {w.dtype} weight is cast into the unquantized {float_dtype} parameter without "
                         "its scales" + (f"; `{scale_name}` is skipped" if scale_name else ""))
     return None
 
 
-def plan_arch_w2(shard: Shard) -> bool:
-    return shard.proj in ("down_proj", "w2")
-
-
-def unexpected_outcome(plan: Plan):
+def unexpected_outcome(plan: State):
     """What the model's loader does with a checkpoint tensor that has no runtime parameter."""
     if plan.arch is not None and plan.arch.unexpected_param is not None:
         return plan.arch.unexpected_param
     return plan.target.data.loading.unexpected_param
 
 
-def _param_name(rm: RuntimeModule, shard: Shard, suffix: str) -> str:
+def _param_name(plan: State, rm: Building, shard: Shard, suffix: str) -> str:
+    """The runtime parameter a checkpoint tensor is loaded into (FusedMoE: w13_* for the gate/up
+    projections, w2_* for the down projection, ``Architecture.expert_w2``)."""
     if rm.kind == "moe":
-        shard_id = "w2" if plan_arch_w2(shard) else "w13"
+        shard_id = "w2" if shard.proj in plan.arch.expert_w2 else "w13"
         return f"{rm.name}.{shard_id}_{suffix}"
     return f"{rm.name}.{suffix}"
 
 
-def _shape_error(loading, rm: RuntimeModule, pshape, pdtype: str, lshape, ldtype: str, a: int, b: int) -> str:
+def _shape_error(loading, rm: Building, pshape, pdtype: str, lshape, ldtype: str, a: int, b: int) -> str:
     if rm.kind == "moe":
         return loading.moe_shape_mismatch.format(a=a, b=b, dim=max(len(lshape) - 1, 0))
     tmpl = loading.shape_mismatch.get(rm.loader or "", loading.shape_mismatch.get("default", ""))
@@ -152,14 +134,13 @@ def _shape_error(loading, rm: RuntimeModule, pshape, pdtype: str, lshape, ldtype
                        lshape=_shape(lshape), ldtype=TORCH_DTYPE.get(ldtype, ldtype.lower()))
 
 
-def suggested_entries(plan: Plan, rm: RuntimeModule) -> list[str]:
+def suggested_entries(plan, rm) -> list[str]:
     """Skip-list entries under which the target would exclude ``rm`` (runtime naming)."""
     method = plan.method
     if method is None:
         return [rm.name]
     last = rm.name.rpartition(".")[2]
-    packed = {} if method.no_packed_mapping else {**(plan.arch.packed_modules_mapping if plan.arch else {}),
-                                                  **method.packed_extra}
+    packed = plan.packed
     if rm.kind != "moe" and last in packed and not method.direct_fused_match:
         return [rm.name.replace(last, s) for s in packed[last]]
     return [rm.name]
@@ -172,25 +153,14 @@ IGNORED_SUFFIXES = frozenset({"k_scale", "v_scale", "q_scale", "kv_scale", "prob
                               "bias", "g_idx", "weight_shape", "k_bias", "v_bias", "pre_quant_scale"})
 
 
-@dataclass
-class LayoutIssue:
-    kind: str  # missing | unexpected | scale-name | shape | dtype | group
-    shard: Shard
-    suffix: str
-    detail: str
-    consequence: Consequence
-    error_text: str | None = None
-
-
-def layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIssue]:
+def layout_issues(plan: State, rm: Building, shard: Shard, memo: dict) -> list[LayoutIssue]:
     d = rm.decision
     st = shard.stored
     if d is None or not d.quantized or d.scheme is None or not st.quantized or st.weight is None:
         return []
     # The verdict depends only on the scheme, the module's loader and the tensors' suffix/dtype/shape:
-    # identical experts and layers share it (memoised per plan).
+    # identical experts and layers share it (``memo``: one per plan).
     key = (d.scheme, rm.kind, rm.loader, st.sig)
-    memo = plan.cache.setdefault("layout", {})
     found = memo.get(key)
     if found is None:
         found = memo[key] = _layout_issues(plan, rm, shard)
@@ -200,7 +170,7 @@ def layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIss
     return _layout_issues(plan, rm, shard)
 
 
-def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIssue]:
+def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]:
     d = rm.decision
     scheme = d.scheme
     stored = {t.name.rsplit(".", 1)[-1]: (t.dtype, t.shape) for t in shard.tensors}
@@ -229,7 +199,7 @@ def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIs
                                + ("loading fails on the unknown name" if cons is Consequence.LOAD_ERROR else
                                   f"`{u}` is skipped and `{m}` keeps its placeholder value"),
                                cons if cons is Consequence.LOAD_ERROR else Consequence.SILENT_CORRUPTION,
-                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
     ms = plan.method.missing_scale if plan.method is not None else None
     for m in missing:
         cons = Consequence(ms.consequence) if ms is not None and "scale" in m else Consequence.SILENT_CORRUPTION
@@ -242,7 +212,7 @@ def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIs
         up = unexpected_outcome(plan)
         out.append(LayoutIssue("unexpected", shard, u, f"`{shard.ckpt_module}.{u}` has no parameter in a "
                                f"{scheme.name} module", Consequence(up.consequence),
-                               (up.error or "").format(name=_param_name(rm, shard, u)) or None))
+                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
     for suffix, e in exp.items():
         if suffix not in stored:
             continue
@@ -260,3 +230,23 @@ def _layout_issues(plan: Plan, rm: RuntimeModule, shard: Shard) -> list[LayoutIs
                                    f"{scheme.name} expects {'/'.join(e.dtypes)}: same shape, so it is cast "
                                    "without error and its values are wrong", Consequence.SILENT_CORRUPTION))
     return out
+
+
+def quantized_layout_issues(plan: State, rm: Building, firsts: dict[tuple, Shard], memo: dict) -> list[LayoutIssue]:
+    """Layout issues of every shard of a module built quantized. Verdicts depend on the tensors'
+    suffix/dtype/shape only: one shard per signature is tested (the 768 expert shards of a MoE layer
+    usually share one) and the others are named only if it is bad."""
+    bad_sigs = {sig for sig, s in firsts.items() if layout_issues(plan, rm, s, memo)}
+    if not bad_sigs:
+        return []
+    return [i for s in rm.shards if s.stored.sig in bad_sigs for i in layout_issues(plan, rm, s, memo)]
+
+
+def fused_shared_expert(plan: State, rm: Building, moe: Building, float_dtype: str,
+                        memo: dict) -> tuple[list[Mismatch], list[LayoutIssue]]:
+    """A shared expert loaded as one more routed expert of ``moe`` (shared-experts fusion): its
+    shards judged against the FusedMoE's decision."""
+    slot = Building(moe.name, "moe", moe.loader, moe.role, decision=moe.decision)
+    bad = [m for m in (predict(plan, slot, s, float_dtype) for s in rm.shards) if m is not None]
+    issues = [i for s in rm.shards for i in layout_issues(plan, slot, s, memo)]
+    return bad, issues

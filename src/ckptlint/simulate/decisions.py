@@ -1,0 +1,148 @@
+"""Stage 2b, decisions: whether the target builds each runtime module quantized, and why.
+
+Interprets the method's rules of the target data (``MethodRules``): which module kinds it
+quantizes, how an entry matches (``match``), how fused modules and FusedMoE modules are tested
+(``packed_modules_mapping``, ``direct_fused_match``, ``moe``, ``fused_tail_names``), the draft's
+own rules (forced unquantized, whole-draft exclusion) and the quantized-module list.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from ckptlint.matching import CompiledList, compile_list
+from ckptlint.simulate.model import Decision
+from ckptlint.simulate.names import fmt_mtp, map_substr
+from ckptlint.simulate.skiplists import exclude_lists
+from ckptlint.simulate.state import Building, State
+
+if TYPE_CHECKING:
+    from ckptlint.quant import QuantConfig
+    from ckptlint.targets.schema import MethodRules
+
+
+def decide(plan: State) -> None:
+    quant, method, arch = plan.quant, plan.method, plan.arch
+    assert quant and method and arch
+    exclude_lists(plan)
+    main_list = compile_list(method.match, plan.exclude_main)
+    draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
+    packed = plan.packed = {} if method.no_packed_mapping else {**arch.packed_modules_mapping, **method.packed_extra}
+    draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
+    draft = plan.draft
+    if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
+        probe = fmt_mtp(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
+        if method.apply_mapper and draft.mapper_substr:
+            probe = map_substr(probe, draft.mapper_substr)
+        hit = draft_list.first_match(probe)
+        if hit is not None:
+            plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
+    forced = draft is not None and quant.method_key in draft.quant_none_for
+    if draft is not None and quant.method_key in draft.quant_none_if_entry:
+        rx = re.compile(draft.quant_none_if_entry[quant.method_key])
+        forced = forced or any(rx.search(e) for e in plan.exclude_main)
+    for rm in plan.modules.values():
+        if rm.role == "extra":
+            continue
+        rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
+                                     packed if rm.role != "draft" else draft_packed, forced)
+
+
+def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantConfig,
+                   excl: CompiledList, packed: dict[str, list[str]], forced: bool) -> Decision:
+    mname = quant.method_key
+    if rm.kind not in method.quantizes:
+        why = {"other": "not a quantizable layer", "plain": "built as a plain nn.Linear (never quantized)",
+               "router": "router/gate layer built without a quant config",
+               "embedding": "embeddings are not quantized", "lm_head": f"{mname} does not quantize the LM head"}
+        return Decision(False, why.get(rm.kind, f"{rm.kind} layers are not quantized by {mname}"))
+    if rm.role == "draft" and forced:
+        return Decision(False, plan.draft.quant_none_note or f"the draft model is built unquantized for {mname}",
+                        forced_draft=True)
+    if rm.role == "draft" and plan.whole_draft_excluded:
+        return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
+    entry, how, error = _excluded(rm, method, excl, packed)
+    if error:
+        return _shards_disagree(rm, method, error, ", ".join(error))
+    if entry is not None:
+        return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
+    last = rm.name.rpartition(".")[2]
+    shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
+    if plan.include is not None and rm.kind in method.include_kinds:
+        where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
+                 else method.include_key)
+        names = shards or [rm.name]
+        ins = [any(e in n for e in plan.include) for n in names]
+        if len(set(ins)) > 1:
+            return _shards_disagree(rm, method, names, ", ".join(
+                f"{n} ({'quantized' if i else 'not listed'})" for n, i in zip(names, ins)) + f" in {where}")
+        if not ins[0]:
+            return Decision(False, f"not listed in {where}: built unquantized")
+    scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)
+    if scheme is None:
+        return Decision(False, "the quantization config assigns it no scheme (no target / layer entry matches)")
+    return Decision(True, f"no {plan.exclude_key or 'skip-list'} entry matches under {method.match}; "
+                    f"built {scheme.name}", scheme=scheme)
+
+
+def _shards_disagree(rm: Building, method: MethodRules, shards: list[str], detail: str) -> Decision:
+    """A fused module whose shards the skip (or quantized-module) list treats differently: the
+    framework's mixed-shards error, if the data knows it."""
+    err = method.moe_mixed if rm.kind == "moe" and method.moe_mixed else method.mixed_shards
+    short = [s.split(" ")[0].rpartition(".")[2] for s in shards]
+    text = (err.error or "").format(module=rm.name, shards=repr(short)) if err else None
+    return Decision(False, f"fused shards disagree: {detail}", error=text or None,
+                    error_consequence=err.consequence if err else "load-error", conflict=True)
+
+
+def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
+              packed: dict[str, list[str]]) -> tuple[str | None, str, list[str] | None]:
+    name = rm.name
+    last = name.rpartition(".")[2]
+    if method.fused_tail_names:
+        for e in excl.entries:
+            tail = e.rpartition(".")[2]
+            if tail in method.fused_tail_names and tail in last:
+                return e, f"the fused-name tail `{tail}`", None
+    if rm.kind == "moe":
+        if method.moe == "never":
+            return None, "", None
+        hit = excl.first_match(name)
+        if hit is not None:
+            return hit, f"`{name}`", None
+        if method.moe == "children":
+            start = name + "."
+            hit = next((e for e in excl.entries if not e.startswith("re:") and e.startswith(start)), None)
+            if hit is not None:
+                return hit, f"a child of `{name}` (per-expert entry)", None
+        elif method.moe == "reversed_substring":
+            hit = next((e for e in excl.entries if method.moe_entry_word in e and name in e), None)
+            if hit is not None:
+                return hit, f"`{name}` as a substring of the entry", None
+        elif method.moe == "expert0":
+            projs = tuple(method.expert0_projections)
+            if method.expert0_model_names and rm.shards and rm.shards[0].proj:
+                own = sorted({s.proj for s in rm.shards if s.proj})
+                projs = tuple(own) if own else projs
+            shards = [f"{name}.0.{p}" for p in projs]
+            hits = [excl.first_match(s) for s in shards]
+            if all(hits):
+                return hits[0], "expert 0's projections", None
+            if any(hits):
+                return None, "", [s for s, h in zip(shards, hits) if h is None]
+        return None, "", None
+    if last in packed:
+        if method.direct_fused_match:
+            hit = excl.first_match(name)
+            if hit is not None:
+                return hit, f"the fused name `{name}`", None
+        shards = [name.replace(last, s) for s in packed[last]]
+        hits = [excl.first_match(s) for s in shards]
+        if all(h is not None for h in hits):
+            return hits[0], f"every shard of `{name}`", None
+        if any(h is not None for h in hits):
+            return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
+        return None, "", None
+    hit = excl.first_match(name)
+    return (hit, f"`{name}`", None) if hit is not None else (None, "", None)

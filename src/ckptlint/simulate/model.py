@@ -1,0 +1,180 @@
+"""What a simulation produces: the frozen ``Plan`` and the records it holds.
+
+Every record is immutable once the plan is built (named tuples, frozen dataclasses, read-only
+mappings and tuples): rules read the plan and yield findings; nothing writes into it afterwards.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal, Mapping, NamedTuple
+
+from ckptlint.checkpoint import TensorInfo
+
+if TYPE_CHECKING:
+    from ckptlint.deployment import Deployment
+    from ckptlint.findings import Consequence
+    from ckptlint.quant import QuantConfig, Scheme
+    from ckptlint.targets import Target
+    from ckptlint.targets.schema import Architecture, Draft, MethodRules
+
+QUANT_SUFFIXES = frozenset({
+    "weight_scale", "weight_scale_inv", "weight_scale_2", "input_scale", "weight_packed",
+    "qweight", "qzeros", "scales", "weight_zero_point", "weight_global_scale",
+    "input_global_scale", "g_idx", "weight_shape",
+})
+WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight", "gate_up_proj_blocks", "gate_up_proj")
+
+EMPTY: Mapping[Any, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """What the checkpoint holds for one checkpoint module, as its tensors' (suffix, dtype, shape)
+    signature says. One object per distinct signature: the modules stored alike (thousands of
+    experts) share it."""
+
+    quantized: bool | None  # None: nothing weight-like stored
+    weight: TensorInfo | None  # the weight tensor's suffix (as its name), dtype and shape; file ""
+    scales: tuple[str, ...]
+    logical_k: int | None = None  # in-features, undoing packing
+    logical_n: int | None = None
+    sig: tuple = ()  # (suffix, dtype, shape) of every tensor: what layout verdicts depend on
+
+    def describe(self) -> str:
+        if self.weight is None:
+            return "no weight"
+        w = self.weight
+        extra = f" + {', '.join(self.scales)}" if self.scales else ""
+        return f"{w.dtype} {list(w.shape)}{extra}"
+
+
+class Shard(NamedTuple):
+    """One checkpoint module as a part of a runtime module (a named tuple: built in bulk)."""
+
+    ckpt_module: str  # checkpoint module path (tensor name without parameter suffix)
+    query: str  # the name the framework tests in its skip list for this shard
+    tensors: list[TensorInfo]
+    stored: Stored
+    expert: int | None = None
+    proj: str | None = None
+
+
+class Decision(NamedTuple):
+    quantized: bool
+    reason: str
+    entry: str | None = None  # the skip-list entry that matched
+    scheme: "Scheme | None" = None
+    forced_draft: bool = False
+    error: str | None = None  # construction-time error text (e.g. mixed fused shards)
+    error_consequence: str | None = None
+    conflict: bool = False  # the skip list treats the shards of this fused module differently
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """A shard whose stored form disagrees with the module the target builds for it."""
+
+    shard: Shard
+    direction: str  # "quantized-into-unquantized" | "unquantized-into-quantized"
+    consequence: "Consequence"
+    error_text: str | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class LayoutIssue:
+    """A quantized module's tensor that is missing, unexpected, mis-named, mis-shaped or mis-typed."""
+
+    kind: str  # missing | unexpected | scale-name | shape | dtype | group
+    shard: Shard
+    suffix: str
+    detail: str
+    consequence: "Consequence"
+    error_text: str | None = None
+
+
+Dim = Literal["out", "in", "replicated", "vocab", "moe"]
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """How the deployment splits one runtime module over its ranks."""
+
+    dim: Dim
+    tp: int  # ranks the module's N/K/vocab/intermediate is split over (1: not split)
+    ep: int  # ranks whole experts are split over (MoE only)
+    attention: bool = False
+
+
+class RuntimeModule(NamedTuple):
+    """One module the target builds, with everything the rules judge it by."""
+
+    name: str
+    kind: str
+    loader: str | None
+    role: str  # "main" | "draft" | "extra"
+    shards: tuple[Shard, ...]
+    decision: Decision | None = None
+    fused_into: str | None = None  # shared expert loaded into this FusedMoE (shared-experts fusion)
+    # the first shard of each stored signature (shards stored alike share one verdict)
+    firsts: Mapping[tuple, Shard] = EMPTY
+    mismatches: tuple[Mismatch, ...] = ()  # stored form vs. the built module, per shard
+    layout_issues: tuple[LayoutIssue, ...] = ()  # of a module built and stored quantized
+    # a fused shared expert judged as one more routed expert of ``fused_into``
+    fusion_mismatches: tuple[Mismatch, ...] = ()
+    fusion_layout_issues: tuple[LayoutIssue, ...] = ()
+    placement: Placement | None = None
+
+    @property
+    def tensors(self) -> list[str]:
+        return [t.name for s in self.shards for t in s.tensors]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How one framework release loads one checkpoint under one deployment."""
+
+    target: "Target"
+    deployment: "Deployment"
+    arch_name: str | None
+    arch: "Architecture | None"
+    quant: "QuantConfig | None"
+    method: "MethodRules | None"
+    modules: Mapping[str, RuntimeModule] = field(default_factory=lambda: EMPTY)
+    dropped: Mapping[str, str] = field(default_factory=lambda: EMPTY)  # tensor -> why the target ignores it
+    num_hidden_layers: int | None = None
+    mtp_layers: tuple[int, ...] = ()  # the first MAX_LISTED_MTP_LAYERS of them
+    mtp_count: int = 0  # MTP layers config.json declares (its count key)
+    mtp_count_key: str | None = None
+    present_layers: frozenset[int] = frozenset()  # layer indices holding at least one tensor
+    unreadable_shards: frozenset[str] = frozenset()  # listed shards whose tensors are unknown
+    speculative: bool = False
+    draft: "Draft | None" = None
+    exclude_key: str | None = None
+    exclude_main: tuple[str, ...] = ()
+    exclude_entries: tuple[str, ...] = ()  # the skip list as the config writes it
+    include: tuple[str, ...] | None = None  # MethodRules.include_key's list (None: every layer is quantized)
+    include_inferred: bool = False
+    exclude_draft: tuple[str, ...] = ()
+    packed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)  # fused name -> shards, as the method sees them (main model)
+    whole_draft_excluded: str | None = None
+    assumptions: tuple[str, ...] = ()
+    unsupported: str | None = None  # why the framework release cannot load the checkpoint at all
+    unsupported_error: str | None = None  # the error it prints then, where the data knows it
+    not_simulated: str | None = None  # why ckptlint has no simulation for it (no data: not a verdict)
+    gpu: str | None = None  # the assumed GPU, as the report names it
+    platform: str | None = None
+    gpu_info: Any = None  # its record in ckptlint/hardware/gpus.toml (None: only a platform is known)
+    deployment_text: str | None = None
+    generic: bool = False  # simulated with the generic architecture rules
+    gpu_arch: str | None = None  # architecture of the assumed GPU (gpus.toml), e.g. "sm100"
+    fusion: bool = False  # SGLang shared-experts fusion active
+    fusion_reason: str | None = None  # why it is on or off
+    float_dtype: str = "BF16"  # the dtype unquantized layers are built in
+    parallel: Any = None  # the framework's sharding data (ckptlint/hardware/parallel.toml)
+
+    @property
+    def simulated(self) -> bool:
+        return self.unsupported is None and self.not_simulated is None and self.arch is not None

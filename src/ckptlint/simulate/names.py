@@ -1,0 +1,231 @@
+"""Stage 1, names: every checkpoint tensor to the runtime module a target loads it into.
+
+Checkpoint modules (tensor name minus its parameter suffix) are renamed by the architecture's and
+the draft's rules (target data ``rename``), grouped into fused modules (``stacked``) and FusedMoE
+modules (``experts``), given a role (main model, MTP draft, extra layer, dropped) and a kind
+(``kinds``). Expert modules, the bulk of a MoE checkpoint, are named once per checkpoint and
+expert rule and shared by every target that uses the same rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ckptlint.checkpoint import Checkpoint, TensorInfo
+from ckptlint.simulate.forms import module_groups
+from ckptlint.simulate.model import Shard, Stored
+from ckptlint.simulate.state import Building, State
+
+if TYPE_CHECKING:
+    from ckptlint.targets.schema import Architecture, KindRule
+
+
+def fmt_mtp(template: str, mapping: dict[str, Any]) -> str:
+    return template.replace("{mtp}", str(mapping["mtp"])) if "{mtp}" in template else template
+
+
+def rename_entry(entry: str, rules) -> str:
+    # A name mapper rewrites plain names; it cannot translate `re:` or glob entries (vLLM #28072).
+    if entry.startswith("re:") or "*" in entry:
+        return entry
+    for r in rules:
+        new, n = re.subn(r.pattern, r.to, entry, count=1)
+        if n:
+            return new
+    return entry
+
+
+def map_substr(entry: str, mapper: dict[str, str]) -> str:
+    # WeightsMapper semantics: at most one substring rule (longest key first), first occurrence.
+    for key in sorted(mapper, key=len, reverse=True):
+        if key in entry:
+            return entry.replace(key, mapper[key], 1)
+    return entry
+
+
+class _Namer:
+    """Checkpoint module path -> (runtime module, shard query, expert, proj) for one role."""
+
+    def __init__(self, arch: Architecture, config: dict[str, Any]):
+        self.experts = re.compile(arch.experts) if arch.experts else None
+        self.stacked: dict[str, str] = {}
+        for st in arch.stacked:
+            if st.requires_config and config.get(st.requires_config) in (None, 0, False):
+                continue
+            for shard in st.shards:
+                self.stacked[shard] = st.fused
+
+    def name(self, module: str) -> tuple[str, str, int | None, str | None]:
+        if self.experts is not None:
+            m = self.experts.match(module)
+            if m:
+                moe, expert, proj = _expert_fields(m)
+                return moe, module, expert, proj
+        head, _, last = module.rpartition(".")
+        fused = self.stacked.get(last)
+        if fused is not None:
+            return f"{head}.{fused}" if head else fused, module, None, last
+        return module, module, None, None
+
+
+def _expert_fields(m: re.Match[str]) -> tuple[str, int, str]:
+    """(FusedMoE module, expert index, projection) from a match of an architecture's expert rule."""
+    moe, expert, proj = m.group("moe", "expert", "proj")
+    return moe, int(expert), proj
+
+
+def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
+    """``name`` after the first rule whose pattern it contains (a name mapper applies one)."""
+    for rx, to in rules:
+        if rx.search(name):
+            return rx.sub(to, name, count=1)
+    return name
+
+
+def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str | None,
+          has_matrix: bool) -> tuple[str, str | None]:
+    for rx, r in rules:
+        if r.methods is not None and method not in r.methods:
+            continue
+        if rx.search(name):
+            return r.kind, r.loader
+    return ("linear" if has_matrix else "other"), None
+
+
+def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None:
+    arch = plan.arch
+    assert arch is not None
+    namer = _Namer(arch, config)
+    method_name = plan.quant.method_key if plan.quant else None
+    mtp = set(plan.mtp_layers)
+    nhl = plan.num_hidden_layers
+    draft = plan.draft
+    main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
+    draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
+    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
+    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+    modules = plan.modules
+    named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
+        ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
+    draft_prefix = arch.draft.prefix if arch.draft is not None else None
+
+    def one(module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool, layer: int | None) -> None:
+        """One checkpoint module whose role this target decides (draft, dropped or extra)."""
+        role = "main"
+        if draft_prefix and (module + ".").startswith(draft_prefix):
+            if draft is None:
+                for t in tensors:
+                    plan.dropped[t.name] = "MTP weights are not loaded with speculative decoding off"
+                return
+            role = "draft"
+        elif layer is not None and layer in mtp and not draft_prefix:
+            if draft is None:
+                for t in tensors:
+                    plan.dropped[t.name] = "MTP layer weights are not loaded with speculative decoding off"
+                return
+            role = "draft"
+        elif layer is not None and nhl is not None and layer >= nhl:
+            role = "extra"
+        name = module
+        if role != "draft" and arch_renames:
+            name = renamed(name, arch_renames)
+        if role == "draft":
+            keep = fmt_mtp(draft.keep_prefix, {"mtp": layer})
+            if not (module + ".").startswith(keep):
+                return
+            hit = next((d for d in draft.drop if d in module), None)
+            if hit is not None:
+                for t in tensors:
+                    plan.dropped[t.name] = f"the draft loader drops `{hit}` weights (shared with the target model)"
+                return
+            name = renamed(name, renames)
+        hit = named.get(name)
+        if hit is None:
+            hit = named[name] = namer.name(name)
+        runtime, query, expert, proj = hit
+        key = runtime
+        other = modules.get(runtime)
+        if other is not None and other.role != role and "draft" in (role, other.role):
+            # The draft reuses a main-model prefix (SGLang's Qwen3-Next draft builds model.layers.0):
+            # keep both, the draft's under "<name>@draft".
+            if role == "draft":
+                key = runtime + "@draft"
+            else:
+                modules[runtime + "@draft"] = modules.pop(runtime)
+        rm = modules.get(key)
+        if rm is None:
+            kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
+            rm = modules[key] = Building(runtime, kind, loader, role)
+        rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
+
+    # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
+    # shard do not depend on the target beyond its expert naming rule: those come precomputed,
+    # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
+        if runtime is None or in_draft_prefix or (layer is not None and (
+                (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
+            for g in groups:
+                one(*g)
+            continue
+        rm = modules.get(runtime)
+        if rm is not None and rm.role == "draft":
+            modules[runtime + "@draft"] = modules.pop(runtime)
+            rm = None
+        if rm is None:
+            kind, loader = _kind(runtime, main_kinds, method_name, groups[0][3])
+            rm = modules[runtime] = Building(runtime, kind, loader, "main")
+        rm.shards.extend(shards)
+
+
+Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]
+
+
+def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None) -> list[Run]:
+    """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
+    prefix, shards, module groups). Consecutive expert modules (``arch.experts``, after the
+    architecture's renames) of one FusedMoE module, layer and draft-prefix membership form one
+    run with their shards built as main-model shards; every other module is in a run whose
+    runtime is None, named per target. Depends only on the expert rule, renames and prefixes, so
+    targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
+    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix)
+    runs = ckpt.cache.get(key)
+    if runs is not None:
+        return runs
+    runs = []
+    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+    rx = re.compile(arch.experts) if arch.experts else None
+    match = rx.match if rx is not None else None
+    # the (moe, expert, proj) groups: all of the match's groups, in that order, in the usual rule
+    plain = rx is not None and rx.groups == 3 and rx.groupindex == {"moe": 1, "expert": 2, "proj": 3}
+    ints: dict[str, int] = {}  # expert index text -> int (a few hundred distinct values)
+    last_rt: str | None = None
+    last_layer: int | None = None
+    last_dp = False
+    cur_shards: list[Shard] = []
+    cur_groups: list = []
+    new_shard = tuple.__new__
+    started = False
+    for g in module_groups(ckpt, arch.layer_prefix):
+        module = g[0]
+        layer = g[4]
+        name = renamed(module, arch_renames) if arch_renames else module
+        m = match(name) if match is not None else None
+        in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
+        if m is not None:
+            moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
+            expert = ints.get(e)
+            if expert is None:
+                expert = ints[e] = int(e)
+        else:
+            moe = None
+        if moe != last_rt or layer != last_layer or in_dp != last_dp or not started:
+            cur_shards, cur_groups = [], []
+            runs.append((moe, layer, in_dp, cur_shards, cur_groups))
+            last_rt, last_layer, last_dp, started = moe, layer, in_dp, True
+        if m is not None:
+            cur_shards.append(new_shard(Shard, (module, name, g[1], g[2], expert, proj)))
+        cur_groups.append(g)
+    ckpt.cache[key] = runs
+    return runs
+

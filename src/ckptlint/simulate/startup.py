@@ -1,0 +1,110 @@
+"""Stage 0, start-up: can the target load this checkpoint at all, and is there data to simulate it?
+
+A release without the architecture's model class, without the quant method, or that refuses the
+quant config as written (target data ``supported``, ``refusals``, ``rejected_in``) gets a verdict
+before any module is named (``Plan.unsupported``); a checkpoint ckptlint has no data for gets
+"not simulated" (``Plan.not_simulated``): no verdict at all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from ckptlint.simulate.state import State
+
+if TYPE_CHECKING:
+    from ckptlint.quant import QuantConfig
+    from ckptlint.targets.schema import MethodRules
+
+
+def startup_verdict(plan: State) -> None:
+    """Set ``plan.unsupported`` (with ``unsupported_error``) or ``plan.not_simulated`` if the load
+    stops before any module is built, or if ckptlint cannot simulate it."""
+    target, quant, method, arch, arch_name = plan.target, plan.quant, plan.method, plan.arch, plan.arch_name
+    what = (quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})") if quant else None
+    if quant is not None and method is not None and not method.supported:
+        plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
+            f": {method.note}" if method.note else "")
+        return
+    refused = _refusal(quant, method) if quant is not None and method is not None else None
+    if refused is not None:
+        plan.unsupported, plan.unsupported_error = (
+            f"{target.resolved} refuses this {what} config at start-up, before any weight is loaded: {refused[0]}",
+            refused[1])
+        return
+    if quant is not None and method is not None and quant.source_file in method.rejected_in:
+        plan.unsupported_error = method.rejected_in[quant.source_file]
+        plan.unsupported = (f"{target.resolved} refuses quantization method {what} as {quant.source_file} declares it, "
+                            "at start-up, before any weight is loaded" + (f" ({method.note})" if method.note else ""))
+        return
+    if arch is not None and not arch.supported:
+        plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
+        return
+    if arch_name is None:
+        plan.not_simulated = "config.json names no architecture (`architectures`)"
+        return
+    if arch is None:
+        plan.not_simulated = (f"ckptlint has no {target.framework} loading data for architecture {arch_name}; "
+                              "the load was not simulated")
+        return
+    if quant is not None and method is not None and not method.simulated:
+        plan.not_simulated = f"{target.resolved} supports {what}, but ckptlint does not simulate it" + (
+            f" ({method.note})" if method.note else "")
+        return
+    if quant is not None and method is None:
+        plan.not_simulated = (f"ckptlint has no {target.resolved} data for quantization method {what}; "
+                              "the load was not simulated")
+
+
+def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
+    """(what, error) of the first MethodRules.refusals entry the quant config meets, or None."""
+    raw = quant.raw if isinstance(quant.raw, dict) else {}
+
+    def is_(value: Any, want: Any) -> bool:
+        return value in want if isinstance(want, list) else value == want
+
+    def values(cfg: dict[str, Any], r: Any, key: str) -> list[Any]:
+        if "." not in key:
+            return [cfg.get(key, r.defaults.get(key))]
+        level: list[Any] = [cfg]
+        for part in key.split("."):
+            nxt: list[Any] = []
+            for node in level:
+                if isinstance(node, dict):
+                    nxt += list(node.values()) if part == "*" else [node[part]] if part in node else []
+            level = nxt
+        return level
+
+    def meets(cfg: dict[str, Any], r: Any) -> bool:
+        def has(k: str, want: Any) -> bool:
+            return any(is_(v, want) for v in values(cfg, r, k))
+        return all(has(k, v) for k, v in r.all.items()) and not any(has(k, v) for k, v in r.none.items())
+
+    def fill(text: str, r: Any, cfg: dict[str, Any], pattern: str | None = None) -> str:
+        def one(m: re.Match[str]) -> str:
+            k = m.group(1)
+            if k == "pattern" and pattern is not None:
+                return repr(pattern)
+            return str(cfg[k]) if k in cfg else str(r.defaults[k]) if k in r.defaults else m.group(0)
+        return re.sub(r"\{(\w+)\}", one, text)
+
+    def describe(cfg: dict[str, Any], r: Any) -> str:
+        out = []
+        for k in [*r.all, *r.none]:
+            vs = values(cfg, r, k)
+            out.append(f"{k}={vs[0] if len(vs) == 1 else vs!r}")
+        return ", ".join(out)
+
+    for r in method.refusals:
+        if meets(raw, r):
+            return describe(raw, r), fill(r.error, r, raw)
+        dyn = raw.get("dynamic") if r.dynamic else None
+        for pattern, over in (dyn.items() if isinstance(dyn, dict) else ()):
+            if isinstance(pattern, str) and not pattern.startswith("-:") and isinstance(over, dict):
+                merged = {**raw, **over}
+                if meets(merged, r):
+                    return (f"`dynamic` rule {pattern!r} sets {describe(merged, r)}",
+                            fill(r.error_dynamic or r.error, r, merged, pattern))
+    return None
+
