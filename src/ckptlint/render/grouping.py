@@ -5,8 +5,8 @@ releases are shown once, with the releases they apply to written as ranges
 Two findings are the same when rule, severity, consequence, module, file, message, error text,
 fix and assumptions agree once the release's own name (``sglang==0.5.15``) is taken out of
 them; a group of several releases says "this release" where a single one would name itself.
-Ranges follow the order the releases were checked in: "0.5.9–0.5.15" means every checked
-release from 0.5.9 to 0.5.15.
+A range "0.5.9–0.5.15" means every verified release from 0.5.9 to 0.5.15 (``ckptlint targets``):
+releases that were not checked, or are not next to each other, are listed one by one.
 """
 
 from __future__ import annotations
@@ -85,19 +85,26 @@ def sort_groups(groups: list[Group], order: Sequence[str]) -> list[Group]:
 
 
 def release_ranges(ids: Sequence[str], targets: Sequence["Target"]) -> str:
-    """``ids`` (a subset of the checked ``targets``) as ranges: "sglang 0.5.5–0.5.15, 0.5.20, vllm 0.33.0"."""
+    """``ids`` (a subset of the checked ``targets``) as ranges: "sglang 0.5.5–0.5.15, 0.5.20, vllm 0.33.0".
+    A range stands for every verified release from its first to its last: it only joins releases
+    that follow each other among the verified ones (and were asked for as such)."""
+    from ckptlint.targets import known_versions
+
     chosen = set(ids)
     runs: list[tuple[str, str, str]] = []  # framework, first version, last version
-    prev_in = False
-    prev_fw = None
+    prev: tuple[str, int] | None = None  # framework and verified position of the previous chosen target
     for t in targets:
         fw, _, version = t.id.partition("==")
-        inside = t.id in chosen
-        if inside and prev_in and prev_fw == fw:
+        if t.id not in chosen:
+            prev = None
+            continue
+        versions = known_versions(fw)
+        pos = versions.index(version) if t.id == t.resolved and version in versions else None
+        if prev is not None and pos is not None and prev == (fw, pos - 1):
             runs[-1] = (fw, runs[-1][1], version)
-        elif inside:
+        else:
             runs.append((fw, version, version))
-        prev_in, prev_fw = inside, fw
+        prev = (fw, pos) if pos is not None else None
     parts: list[str] = []
     last_fw = None
     for fw, a, b in runs:

@@ -82,7 +82,8 @@ def _model(plan) -> str | None:
 def header(report: Report, style: Style) -> list[str]:
     ck = report.checkpoint
     n = len(ck.shards)
-    lines = [clean(f"{ck.root}: {len(ck.tensors):,} tensors in {n} shard file{'s' if n != 1 else ''}")]
+    lines = wrap(clean(f"{ck.root}: {len(ck.tensors):,} tensors in {n} shard file{'s' if n != 1 else ''}"),
+                 style.width, "", "  ")
     if report.input_note:
         lines += wrap(clean(report.input_note), style.width, "  ", "  ")
     if not report.targets:
