@@ -38,7 +38,10 @@ def fix(
     except NotACheckpoint as exc:
         usage_error(str(exc))
     if fp.diff:
-        sys.stdout.write(fp.diff)
+        from ckptlint.render.safe import surrogates_escaped
+
+        # (a lone surrogate can only be in a JSON string of the new text: its escape is the same JSON)
+        sys.stdout.write(surrogates_escaped(fp.diff))
         if write:
             _write(path, fp, backup)
     elif not fp.not_fixable:

@@ -37,7 +37,7 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         return json.dumps({**header, "modules": rows, **extra}, indent=2) + "\n"
     out = [f"{k}: {v}" for k, v in header.items() if v not in (None, [], False)]
     if plan.unsupported:
-        return "\n".join(out) + "\n"
+        return _text(out)
     out.append("")
     w = max((len(r["module"]) for r in rows), default=10)
     for r in rows:
@@ -48,4 +48,11 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         out.append(f"{len(plan.dropped)} checkpoint tensor(s) not loaded by this target, e.g.:")
         for k, v in list(plan.dropped.items())[:5]:
             out.append(f"  {k}: {v}")
-    return "\n".join(out) + "\n"
+    return _text(out)
+
+
+def _text(lines: list[str]) -> str:
+    """Plan text with names from the checkpoint printable (control characters, lone surrogates escaped)."""
+    from ckptlint.render.safe import clean, defuse_commands
+
+    return defuse_commands("\n".join(clean(line) for line in lines)) + "\n"
