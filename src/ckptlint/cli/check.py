@@ -52,7 +52,7 @@ def check(
     from ckptlint import batch
     from ckptlint.selection import split_flags
 
-    paths = list(path)
+    paths = _distinct(path)
     if len(paths) > 1 and (baseline or write_baseline):
         usage_error("--baseline and --write-baseline take one checkpoint (a baseline's fingerprints do not "
                     "name the checkpoint)")
@@ -73,6 +73,22 @@ def check(
     code = EXIT_USAGE if any(o.error is not None for o in outcomes) else \
         EXIT_FINDINGS if any(o.failing for o in outcomes) else EXIT_OK
     raise typer.Exit(code)
+
+
+def _distinct(paths: list[str]) -> list[str]:
+    """The inputs, each checkpoint once: files of the same checkpoint (``ckpt/*.safetensors``, or the file
+    names pre-commit passes) stand for one check, under the first name given."""
+    from ckptlint.inputs import resolve_input
+
+    seen: set[str] = set()
+    out = []
+    for p in paths:
+        target = resolve_input(p)[0]
+        key = target if target.startswith("hf://") else os.path.realpath(target)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+    return out
 
 
 def _extra_reports(specs: list[str]) -> list[tuple[str, str]]:
