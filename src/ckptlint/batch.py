@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterable
 
 from ckptlint.cli import common
 from ckptlint.cli.common import SharedArgs, UsageError
-from ckptlint.inputs import resolve_input
+from ckptlint.inputs import not_a_checkpoint, resolve_input
 
 @dataclass(frozen=True)
 class CheckRequest:
@@ -92,7 +92,7 @@ def _report(path: str, req: CheckRequest, out: Outcome):
         try:
             report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
-            raise UsageError(str(exc)) from None
+            raise UsageError(not_a_checkpoint(src, exc)) from None
     if common.KEEP_UNTIL_EXIT is not None:
         common.KEEP_UNTIL_EXIT.append(report)
     report.input_note = note

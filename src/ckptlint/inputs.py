@@ -28,3 +28,15 @@ def resolve_input(path: str) -> tuple[str, str | None]:
         return path, (f"{path}: no config.json or model.safetensors.index.json beside it: checked as a "
                       "safetensors container only (headers, offsets, sizes), no load simulation")
     return path, None
+
+
+def not_a_checkpoint(src, exc: Exception) -> str:
+    """The reader's "not a checkpoint directory", said as what it means for a Hub repository."""
+    root = getattr(src, "root", "")
+    if not isinstance(root, str) or not root.startswith("hf://"):
+        return str(exc)
+    if getattr(src, "complete", True):
+        return f"{root}: the repository has no config.json, index or .safetensors file at this revision: not a checkpoint"
+    return (f"{root}: the endpoint has no listing for this repository and answers 404 Not Found for config.json, "
+            "hf_quant_config.json and model.safetensors.index.json: no such repository or revision there, or the "
+            "endpoint is not a Hugging Face Hub (--endpoint / HF_ENDPOINT)")

@@ -171,6 +171,19 @@ def endpoint_env(endpoint: str | None):
             os.environ["HF_ENDPOINT"] = old
 
 
+def load(path: str, endpoint: str | None):
+    """Read a checkpoint for ``plan``/``inspect``; unusable input is a usage error."""
+    from ckptlint.inputs import not_a_checkpoint
+    from ckptlint.reader import NotACheckpoint, load_checkpoint, open_path
+
+    src = None
+    try:
+        src = open_path(path, endpoint=endpoint)
+        return load_checkpoint(src)
+    except NotACheckpoint as exc:
+        usage_error(not_a_checkpoint(src, exc))
+
+
 def targets(specs: list[str] | None):
     """The releases named by ``--target`` specs (deduplicated, in order); none: the newest of each
     framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,

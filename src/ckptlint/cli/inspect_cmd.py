@@ -26,17 +26,13 @@ def inspect(
     whether it fits (exit 1 when it does not, or when the KV cache gets less than its headroom)."""
     from ckptlint.deployment import Deployment
     from ckptlint.inspect import inspect_checkpoint, render_json, render_text
-    from ckptlint.reader import NotACheckpoint, load_checkpoint
 
     key, ep_n = common.validate(gpu, tp, ep)
     ts = common.targets([target]) if target else [common.newest_sglang()]
     if len(ts) != 1:
         usage_error("inspect takes exactly one release: FRAMEWORK==VERSION")
     path = common.checkpoint_path(path)
-    try:
-        ckpt = load_checkpoint(path, endpoint=endpoint)
-    except NotACheckpoint as exc:
-        usage_error(str(exc))
+    ckpt = common.load(path, endpoint)
     dep = Deployment(speculative=speculative, tp=tp, gpu=key, ep=ep_n, dp_attention=dp_attention)
     ins = inspect_checkpoint(ckpt, ts[0], dep, None if reserve_gib is None else int(reserve_gib * 2**30),
                              kv_cache_fraction)

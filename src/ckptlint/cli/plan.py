@@ -19,17 +19,13 @@ def plan(
     shared: SharedArgs,
 ) -> None:
     """Show the per-module load plan of one target: runtime module, decision, reason, stored form."""
-    from ckptlint.reader import NotACheckpoint, load_checkpoint
     from ckptlint.render.plan import render_plan
     from ckptlint.simulate import simulate
 
     path = common.checkpoint_path(path)
     cfg = common.settings(path, shared)
     release = common.one_target(target, cfg, "plan", default_newest=True)
-    try:
-        ckpt = load_checkpoint(path, endpoint=shared.endpoint)
-    except NotACheckpoint as exc:
-        usage_error(str(exc))
+    ckpt = common.load(path, shared.endpoint)
     if ckpt.config is None:
         usage_error(f"{path}: no readable config.json, nothing to simulate")
     dep = common.deployment(cfg, shared)

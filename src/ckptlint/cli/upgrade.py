@@ -30,7 +30,7 @@ def change(before: str, after: str) -> str:
 
 @common.with_options
 def upgrade(
-    path: Annotated[list[str], typer.Argument(help="Checkpoints: directories, files of a checkpoint, or hf://ORG/REPO[@REVISION].")],
+    path: Annotated[list[str], typer.Argument(help="Checkpoints: directories, files of a checkpoint (a .safetensors shard stands for the checkpoint beside it), or hf://ORG/REPO[@REVISION].")],
     from_: Annotated[str, typer.Option("--from", help="The release the server runs now, FRAMEWORK==VERSION.")],
     to: Annotated[str, typer.Option("--to", help="The release to upgrade to, FRAMEWORK==VERSION.")],
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
