@@ -206,3 +206,26 @@ def test_grouping_keeps_distinct_texts_apart():
     # a release name inside a longer one is not taken for it
     (g,) = group_findings([f("sglang==0.5.1", "sglang==0.5.15 and sglang==0.5.1")])
     assert g.text(g.message) == "sglang==0.5.15 and sglang==0.5.1"
+
+
+def test_sarif_keeps_accepted_findings_as_suppressed(tmp_path, capsys, monkeypatch):
+    """Code scanning must not call a baselined defect fixed: it stays a result, suppressed, with the reason."""
+    ck = tmp_path / "ck"
+    shutil.copytree(BUGGY, ck)
+    monkeypatch.chdir(tmp_path)
+    base = tmp_path / "b.json"
+    cli_run(capsys, "check", str(ck), "--isolated", "-t", "sglang==0.5.15", "--write-baseline", str(base))
+    code, out, _ = cli_run(capsys, "check", str(ck), "--isolated", "-t", "sglang==0.5.15", "--baseline", str(base),
+                           "-f", "sarif")
+    assert code == 0
+    doc = json.loads(out)
+    pytest.importorskip("jsonschema").validate(
+        doc, json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text()))
+    results = doc["runs"][0]["results"]
+    assert len(results) == 2 and all(r["suppressions"] == [{"kind": "external", "status": "accepted",
+                                                            "justification": "accepted in the baseline"}]
+                                     for r in results)
+    # rules that were not selected are not results at all
+    code, out, _ = cli_run(capsys, "check", str(ck), "--isolated", "-t", "sglang==0.5.15", "--ignore", "QD401",
+                           "-f", "sarif")
+    assert json.loads(out)["runs"][0]["results"] == []
