@@ -229,3 +229,19 @@ def test_sarif_keeps_accepted_findings_as_suppressed(tmp_path, capsys, monkeypat
     code, out, _ = cli_run(capsys, "check", str(ck), "--isolated", "-t", "sglang==0.5.15", "--ignore", "QD401",
                            "-f", "sarif")
     assert json.loads(out)["runs"][0]["results"] == []
+
+
+def test_markdown_matrix_then_findings_then_left_out(tmp_path, capsys):
+    cfg = tmp_path / "ckptlint.toml"
+    cfg.write_text('per-module-ignores = [{ pattern = "model.eh_proj", codes = ["QD401"], reason = "draft | not <served>" }]\n')
+    code, out, _ = cli_run(capsys, "check", str(BUGGY), "--config", str(cfg), "-t", "sglang==0.5.12",
+                           "-t", "sglang==0.5.15", "-t", "sglang==0.5.16", "-f", "markdown")
+    assert code == 1
+    assert out.startswith(f"## ckptlint: `{BUGGY}`\n")
+    matrix, findings, left = out.index("| release |"), out.index("### Findings"), out.index("### Left out")
+    assert matrix < findings < left
+    assert "| `sglang==0.5.12` | 1 | 0 | 0 | 0 | ❌ will not load |" in out
+    assert "| `sglang==0.5.16` | 0 | 0 | 0 | 0 | ✅ loads |" in out
+    assert "- **error `QD401` quantization-mismatch** · load-error · sglang 0.5.12–0.5.15  \n" in out
+    # the ignore's reason, escaped: no table cell break, no HTML
+    assert "Left out: per-module-ignores `model.eh_proj`: draft \\| not \\<served\\>" in out
