@@ -121,3 +121,17 @@ def test_fix_write_then_check_is_clean_on_every_fixable_fixture(tmp_path):
                 and f.consequence.value in ("load-error", "silent-corruption")] == [], (name, target)
         fixed += 1
     assert fixed >= 5  # the property is exercised, not vacuous
+
+
+def test_fix_refuses_an_entry_that_would_also_exclude_the_main_model(tmp_path):
+    """SGLang's Qwen3-Next draft loads mtp.* under model.*: its BF16 experts and the main model's NVFP4
+    layer-0 experts are both `model.layers.0.mlp.experts`, so no exclude entry fixes the draft without
+    breaking the main model. fix says so instead of proposing the entry."""
+    from ckptlint.testing.models import qwen_mtp_spec
+
+    path = build(tmp_path, qwen_mtp_spec())
+    (t,) = resolve("sglang==0.5.23")
+    fp = plan_fix(str(path), t)
+    assert not fp.added and not fp.diff
+    reasons = [why for f, why in fp.not_fixable if f.module == "model.layers.0.mlp.experts"]
+    assert reasons and "also excludes the main model's quantized `model.layers.0.mlp.experts`" in reasons[0]

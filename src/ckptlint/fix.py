@@ -58,7 +58,9 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
     for f in report.findings:
         if f.target != target.id or f.consequence.value not in SERIOUS:
             continue
-        if f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized":
+        if f.code == "QD401" and f.data.get("not_fixable"):
+            out.not_fixable.append((f, f.data["not_fixable"]))
+        elif f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized":
             suggestions.append((f, list(f.data.get("suggested_entries", []))))
         elif f.code == "QD401":
             out.not_fixable.append((f, f"needs `{f.data.get('matched_entry')}` removed from the skip list, or the "

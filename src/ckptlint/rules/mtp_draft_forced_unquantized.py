@@ -9,8 +9,10 @@ from ckptlint.rules.base import Rule, RuleContext
 class MtpQuantizedDraftUnquantized(Rule):
     """
     ## What it does
-    Flags MTP/NextN layer modules stored quantized when the selected release always builds the
-    draft model unquantized for the checkpoint's quant method (SGLang: ModelOpt NVFP4).
+    Flags MTP/NextN layer modules stored quantized when the selected release builds the draft
+    model unquantized: always for the checkpoint's quant method (SGLang: ModelOpt NVFP4), or
+    because of a skip-list entry (SGLang's Qwen3.5 draft with a Quark `exclude` entry naming an
+    MTP module, 0.5.17+; from 0.5.21 only an entry naming the MTP experts).
 
     ## Why is this bad?
     The draft allocates BF16 parameters with the logical shapes; packed 4-bit weights do not fit

@@ -4,7 +4,23 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.simulate.layout import suggested_entries
+from ckptlint.matching import compile_list
 from ckptlint.rules.base import Rule, RuleContext
+
+
+def _main_module_also_excluded(plan, rm, entries: list[str]) -> str | None:
+    """A draft module whose skip-list entries would also exclude a main-model module that is built and
+    stored quantized (a draft loaded under the main model's names, e.g. SGLang's Qwen3-Next draft):
+    that main module's name, or None."""
+    if rm.role != "draft" or not entries:
+        return None
+    matcher = compile_list(plan.method.match, entries)
+    for other in plan.modules.values():
+        d = other.decision
+        if other.role == "main" and d is not None and d.quantized and not other.mismatches \
+                and matcher.first_match(other.name) is not None:
+            return other.name
+    return None
 
 
 class QuantizationMismatch(Rule):
@@ -70,10 +86,19 @@ class QuantizationMismatch(Rule):
                        f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
                        f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
                 adds = suggested_entries(plan, rm)
-                hint = (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
-                        + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
                 data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
                         "failed_entries": ckpt_named[:50], "suggested_entries": adds}
+                clash = _main_module_also_excluded(plan, rm, adds)
+                if clash is None:
+                    hint = (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
+                            + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
+                else:
+                    data["suggested_entries"] = []
+                    data["not_fixable"] = (f"the draft loads this module under the main model's name: an entry that "
+                                           f"excludes `{rm.name}` also excludes the main model's quantized `{clash}`")
+                    hint = (f"no `{key}` entry can exclude the draft's `{rm.name}` without also excluding the main "
+                            f"model's quantized `{clash}`: store the MTP module quantized like the main model, or "
+                            "serve without MTP speculative decoding (--no-speculative)")
             else:
                 msg = (f"`{rm.name}` ({where}) is built unquantized ({d.reason}) but the checkpoint stores it "
                        f"quantized ({first.shard.stored.describe()}"
@@ -82,6 +107,6 @@ class QuantizationMismatch(Rule):
                         if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
                 data = {"direction": first.direction, "matched_entry": d.entry}
             yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
-                               file=next(iter({t.file for t in first.shard.tensors}), None),
+                               file=first.shard.tensors[0].file if first.shard.tensors else None,
                                hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
                                data=data)

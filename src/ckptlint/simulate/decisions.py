@@ -38,10 +38,16 @@ def decide(plan: State) -> None:
         hit = draft_list.first_match(probe)
         if hit is not None:
             plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
-    forced = draft is not None and quant.method_key in draft.quant_none_for
-    if draft is not None and quant.method_key in draft.quant_none_if_entry:
+    # why the draft is built unquantized, if it is (None: it is not)
+    forced: str | None = None
+    if draft is not None and quant.method_key in draft.quant_none_for:
+        forced = draft.quant_none_note or f"the draft model is built unquantized for {quant.method_key}"
+    elif draft is not None and quant.method_key in draft.quant_none_if_entry:
         rx = re.compile(draft.quant_none_if_entry[quant.method_key])
-        forced = forced or any(rx.search(e) for e in plan.exclude_main)
+        hit = next((e for e in plan.exclude_main if rx.search(e)), None)
+        if hit is not None:
+            forced = (draft.quant_none_entry_note or "the draft model is built unquantized because of the skip-list "
+                      "entry `{entry}`").format(entry=hit)
     for rm in plan.modules.values():
         if rm.role == "extra":
             continue
@@ -50,7 +56,7 @@ def decide(plan: State) -> None:
 
 
 def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantConfig,
-                   excl: CompiledList, packed: dict[str, list[str]], forced: bool) -> Decision:
+                   excl: CompiledList, packed: dict[str, list[str]], forced: str | None) -> Decision:
     mname = quant.method_key
     if rm.kind not in method.quantizes:
         why = {"other": "not a quantizable layer", "plain": "built as a plain nn.Linear (never quantized)",
@@ -58,8 +64,7 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
                "embedding": "embeddings are not quantized", "lm_head": f"{mname} does not quantize the LM head"}
         return Decision(False, why.get(rm.kind, f"{rm.kind} layers are not quantized by {mname}"))
     if rm.role == "draft" and forced:
-        return Decision(False, plan.draft.quant_none_note or f"the draft model is built unquantized for {mname}",
-                        forced_draft=True)
+        return Decision(False, forced, forced_draft=True)
     if rm.role == "draft" and plan.whole_draft_excluded:
         return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
     entry, how, error = _excluded(rm, method, excl, packed)

@@ -94,57 +94,93 @@ def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str 
 
 
 def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None:
+    """Fill ``plan.modules`` (runtime module key -> ``Building``) and ``plan.dropped``."""
     arch = plan.arch
     assert arch is not None
-    namer = _Namer(arch, config)
-    method_name = plan.quant.method_key if plan.quant else None
-    mtp = set(plan.mtp_layers)
-    nhl = plan.num_hidden_layers
-    draft = plan.draft
-    main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
-    draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + main_kinds if draft else main_kinds
-    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename] if draft else []
-    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
-    modules = plan.modules
-    named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
-        ("namer", arch.experts, tuple(sorted(namer.stacked.items()))), {})
-    draft_prefix = arch.draft.prefix if arch.draft is not None else None
+    placer = _Placer(ckpt, plan, config)
+    modules, mtp, nhl, draft_prefix = plan.modules, placer.mtp, placer.nhl, placer.draft_prefix
+    # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
+    # shard do not depend on the target beyond its expert naming rule: those come precomputed,
+    # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
+        if runtime is None or in_draft_prefix or (layer is not None and (
+                (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
+            for g in groups:
+                placer.place(*g)
+            continue
+        rm = modules.get(runtime)
+        if rm is not None and rm.role == "draft":
+            modules[runtime + "@draft"] = modules.pop(runtime)
+            rm = None
+        if rm is None:
+            kind, loader = _kind(runtime, placer.main_kinds, placer.method_name, groups[0][3])
+            rm = modules[runtime] = Building(runtime, kind, loader, "main")
+        rm.shards.extend(shards)
 
-    def one(module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool, layer: int | None) -> None:
-        """One checkpoint module whose role this target decides (draft, dropped or extra)."""
+
+class _Placer:
+    """Places one checkpoint module whose role the target decides (draft, dropped or extra) into its
+    runtime module."""
+
+    def __init__(self, ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None:
+        arch = plan.arch
+        self.plan = plan
+        self.namer = _Namer(arch, config)
+        self.method_name = plan.quant.method_key if plan.quant else None
+        self.mtp = set(plan.mtp_layers)
+        self.nhl = plan.num_hidden_layers
+        self.draft = draft = plan.draft
+        self.main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
+        self.draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + self.main_kinds if draft else self.main_kinds
+        self.renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to)
+                        for r in draft.rename] if draft else []
+        self.arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+        self.named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
+            ("namer", arch.experts, tuple(sorted(self.namer.stacked.items()))), {})
+        self.draft_prefix = arch.draft.prefix if arch.draft is not None else None
+
+    def _drop(self, tensors: list[TensorInfo], why: str) -> None:
+        for t in tensors:
+            self.plan.dropped[t.name] = why
+
+    def _role_and_name(self, module: str, tensors: list[TensorInfo], layer: int | None) -> tuple[str, str] | None:
+        """The module's role and the name the target looks it up under (None: not loaded)."""
+        draft, draft_prefix = self.draft, self.draft_prefix
         role = "main"
         if draft_prefix and (module + ".").startswith(draft_prefix):
             if draft is None:
-                for t in tensors:
-                    plan.dropped[t.name] = "MTP weights are not loaded with speculative decoding off"
-                return
+                self._drop(tensors, "MTP weights are not loaded with speculative decoding off")
+                return None
             role = "draft"
-        elif layer is not None and layer in mtp and not draft_prefix:
+        elif layer is not None and layer in self.mtp and not draft_prefix:
             if draft is None:
-                for t in tensors:
-                    plan.dropped[t.name] = "MTP layer weights are not loaded with speculative decoding off"
-                return
+                self._drop(tensors, "MTP layer weights are not loaded with speculative decoding off")
+                return None
             role = "draft"
-        elif layer is not None and nhl is not None and layer >= nhl:
+        elif layer is not None and self.nhl is not None and layer >= self.nhl:
             role = "extra"
-        name = module
-        if role != "draft" and arch_renames:
-            name = renamed(name, arch_renames)
-        if role == "draft":
-            keep = fmt_mtp(draft.keep_prefix, {"mtp": layer})
-            if not (module + ".").startswith(keep):
-                return
-            hit = next((d for d in draft.drop if d in module), None)
-            if hit is not None:
-                for t in tensors:
-                    plan.dropped[t.name] = f"the draft loader drops `{hit}` weights (shared with the target model)"
-                return
-            name = renamed(name, renames)
-        hit = named.get(name)
+        if role != "draft":
+            return role, renamed(module, self.arch_renames) if self.arch_renames else module
+        if not (module + ".").startswith(fmt_mtp(draft.keep_prefix, {"mtp": layer})):
+            return None
+        hit = next((d for d in draft.drop if d in module), None)
+        if hit is not None:
+            self._drop(tensors, f"the draft loader drops `{hit}` weights (shared with the target model)")
+            return None
+        return role, renamed(module, self.renames)
+
+    def place(self, module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool,
+              layer: int | None) -> None:
+        found = self._role_and_name(module, tensors, layer)
+        if found is None:
+            return
+        role, name = found
+        hit = self.named.get(name)
         if hit is None:
-            hit = named[name] = namer.name(name)
+            hit = self.named[name] = self.namer.name(name)
         runtime, query, expert, proj = hit
         key = runtime
+        modules = self.plan.modules
         other = modules.get(runtime)
         if other is not None and other.role != role and "draft" in (role, other.role):
             # The draft reuses a main-model prefix (SGLang's Qwen3-Next draft builds model.layers.0):
@@ -155,27 +191,10 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
                 modules[runtime + "@draft"] = modules.pop(runtime)
         rm = modules.get(key)
         if rm is None:
-            kind, loader = _kind(runtime, draft_kinds if role == "draft" else main_kinds, method_name, has_matrix)
+            kinds = self.draft_kinds if role == "draft" else self.main_kinds
+            kind, loader = _kind(runtime, kinds, self.method_name, has_matrix)
             rm = modules[key] = Building(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
-
-    # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
-    # shard do not depend on the target beyond its expert naming rule: those come precomputed,
-    # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
-    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
-        if runtime is None or in_draft_prefix or (layer is not None and (
-                (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
-            for g in groups:
-                one(*g)
-            continue
-        rm = modules.get(runtime)
-        if rm is not None and rm.role == "draft":
-            modules[runtime + "@draft"] = modules.pop(runtime)
-            rm = None
-        if rm is None:
-            kind, loader = _kind(runtime, main_kinds, method_name, groups[0][3])
-            rm = modules[runtime] = Building(runtime, kind, loader, "main")
-        rm.shards.extend(shards)
 
 
 Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]

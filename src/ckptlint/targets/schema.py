@@ -164,6 +164,7 @@ class Draft(Strict):
     # Draft built unquantized for a method when one of its skip-list entries matches this regex
     # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
     quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
+    quant_none_entry_note: str | None = None  # why, then ({entry}: the entry that matched)
     drop: list[str] = Field(default_factory=list)  # substrings: dropped by the draft loader
     # False: the draft model has no packed_modules_mapping, so a skip list is tested against its fused
     # layers' own names only (an excluded q_proj does not exclude qkv_proj)
