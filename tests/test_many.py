@@ -189,3 +189,22 @@ def test_plan_fix_inspect_accept_a_shard(capsys):
     assert code == 0 and '+      "model.eh_proj"' in out
     code, out, err = cli_run(capsys, "inspect", str(shard))
     assert code == 0 and "3,237" in out
+
+
+def test_glm5_fixture_readmes_state_the_verdicts():
+    """The two GLM-5 fixtures' READMEs name the releases they fail and load on: those are the verdicts."""
+    r = ckptlint("check", str(BUGGY), str(FIXED), "-t", "sglang", "-t", "vllm", "--isolated", "-q", "-f", "json")
+    m = json.loads(r.stdout)["matrix"]
+
+    def verdicts(path):
+        return {t.replace("==", " "): v["verdict"] for t, v in m[str(path)].items()}
+
+    unsupported = {"sglang 0.5.5", "vllm 0.11.0"}
+    bad = {t for t, v in verdicts(BUGGY).items() if v == "will-not-load"}
+    assert {t for t, v in verdicts(BUGGY).items() if v == "not-supported"} == unsupported
+    assert bad == {"sglang 0.5.9", "sglang 0.5.12", "sglang 0.5.15", "vllm 0.24.0"}
+    assert {t for t, v in verdicts(FIXED).items() if v == "will-not-load"} == {"sglang 0.5.9"}
+    assert {t for t, v in verdicts(FIXED).items() if v == "not-supported"} == unsupported
+    readme = (BUGGY / "README.md").read_text()
+    assert "SGLang 0.5.9-0.5.15" in readme and "vLLM 0.24.0" in readme and "Loads on SGLang 0.5.16+ and vLLM 0.26.0+" in readme
+    assert "SGLang 0.5.9 still fails" in (FIXED / "README.md").read_text()
