@@ -33,8 +33,8 @@ def resolve_input(path: str) -> tuple[str, str | None]:
 def not_a_checkpoint(src, exc: Exception) -> str:
     """The reader's "not a checkpoint directory", said as what it means for a Hub repository."""
     root = getattr(src, "root", "")
-    if not isinstance(root, str) or not root.startswith("hf://"):
-        return str(exc)
+    if not isinstance(root, str) or not root.startswith("hf://") or not str(exc).endswith("not a checkpoint directory"):
+        return str(exc)  # (a remote error of its own: not found, no access, no network… says what it is)
     if getattr(src, "complete", True):
         return f"{root}: the repository has no config.json, index or .safetensors file at this revision: not a checkpoint"
     return (f"{root}: the endpoint has no listing for this repository and answers 404 Not Found for config.json, "
