@@ -14,25 +14,40 @@ Switches (attributes, change them before the request): ``missing`` (404 and not 
 ``content_range`` (send this Content-Range instead, None: none at all), ``fail`` (statuses
 answered first, one per request), ``require_token`` (401 GatedRepo without it), ``forbidden``
 (403 GatedRepo for these files), ``garbage`` (serve these bytes instead), ``api`` (False: no
-listing API, 404). Counters: ``served[file]`` body bytes written, ``log`` of requests.
+listing API, 404), ``retry_after`` (the Retry-After value sent with a 429), ``error_message``
+(an X-Error-Message sent with 401/403 answers), ``location`` (send this Location for a file's
+redirect instead of the CDN), ``slow`` (``{file: (phase, seconds)}``: a slow-loris answer, one
+byte every ``seconds``, during ``"headers"`` or the ``"body"``), ``latency`` (seconds slept before
+answering any request, on both servers, as a round trip to a far server costs), ``branch_commit``
+(the X-Repo-Commit answered to requests by branch name: another value plays a branch that moved
+after the listing). Counters:
+``served[file]`` body bytes written, ``log`` of requests (``conn`` tells connections apart: HTTP/1.1
+keep-alive is on).
 """
 
 from __future__ import annotations
 
+import http.client
 import http.server
+import itertools
 import json
 import os
 import re
+import select
+import socket
+import ssl
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 _MISSING: Any = object()
+_CONNECTIONS = itertools.count(1)
 
 
 class FakeHub:
-    def __init__(self, root: Path, repo: str = "org/repo") -> None:
+    def __init__(self, root: Path, repo: str = "org/repo", tls: ssl.SSLContext | None = None) -> None:
         self.root = Path(root)
         self.repo = repo
         self.missing: set[str] = set()
@@ -44,20 +59,27 @@ class FakeHub:
         self.forbidden: set[str] = set()
         self.garbage: dict[str, bytes] = {}
         self.api = True
+        self.retry_after = "0"
+        self.error_message = "Access to this repo is restricted"
+        self.location: dict[str, str] = {}
+        self.slow: dict[str, tuple[str, float]] = {}
+        self.latency = 0.0
+        self.branch_commit = COMMIT
         self.served: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
-        self.hub = _server(self, "hub")
-        self.cdn = _server(self, "cdn")
+        self.scheme = "https" if tls is not None else "http"
+        self.hub = _server(self, "hub", tls)
+        self.cdn = _server(self, "cdn", tls)
         self._threads = [threading.Thread(target=s.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True) for s in (self.hub, self.cdn)]
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.hub.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.hub.server_address[1]}"
 
     @property
     def cdn_origin(self) -> str:
-        return f"http://127.0.0.1:{self.cdn.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.cdn.server_address[1]}"
 
     def start(self) -> "FakeHub":
         for t in self._threads:
@@ -75,23 +97,34 @@ class FakeHub:
     def shard_bytes(self) -> int:
         return sum(os.path.getsize(self.root / n) for n in self.files() if n.endswith(".safetensors"))
 
+    def connections(self, server: str | None = None) -> int:
+        return len({(r["server"], r["conn"]) for r in self.log if server is None or r["server"] == server})
+
     def requests(self, file: str | None = None, server: str | None = None) -> list[dict[str, Any]]:
         return [r for r in self.log if (file is None or r["file"] == file) and (server is None or r["server"] == server)]
 
 
-def _server(hub: FakeHub, role: str) -> http.server.ThreadingHTTPServer:
+def _server(hub: FakeHub, role: str, tls: ssl.SSLContext | None = None) -> http.server.ThreadingHTTPServer:
     class Handler(_Handler):
         pass
 
     Handler.hub, Handler.role = hub, role
     srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
+    if tls is not None:
+        srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     return srv
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     hub: FakeHub
     role: str
+    protocol_version = "HTTP/1.1"  # keep-alive, like the real Hub and CDN
+    conn_no = 0
+
+    def setup(self) -> None:
+        super().setup()
+        self.conn_no = next(_CONNECTIONS)
 
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
@@ -117,8 +150,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             file = _unquote(c.group(1))
         with hub._lock:
             hub.log.append({"server": self.role, "method": self.command, "path": path, "file": file,
-                            "range": self.headers.get("Range"), "auth": self.headers.get("Authorization")})
+                            "range": self.headers.get("Range"), "auth": self.headers.get("Authorization"),
+                            "conn": self.conn_no})
+        if hub.latency:
+            time.sleep(hub.latency)
         try:
+            if file is not None and file in hub.slow and (m or c):
+                return self._slow(*hub.slow[file])
             if a and not m:
                 return self._api(_unquote(a.group(1)), _unquote(a.group(2) or "main"))
             if m:
@@ -127,7 +165,20 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._serve(file, head)
             self._status(404, {"X-Error-Code": "EntryNotFound"})
         except (BrokenPipeError, ConnectionResetError):
-            pass
+            self.close_connection = True
+
+    def _slow(self, phase: str, every: float) -> None:
+        """A slow-loris answer: one byte every ``every`` seconds, in the status line and headers or
+        in a body that claims 1 MB, until the client goes away."""
+        self.close_connection = True
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n"
+        if phase == "body":
+            self.wfile.write(head)
+            head = b"x" * 1_000_000
+        for i in range(len(head)):
+            self.wfile.write(head[i:i + 1])
+            self.wfile.flush()
+            time.sleep(every)
 
     def _status(self, code: int, headers: dict[str, str] | None = None, body: bytes = b"") -> None:
         self.send_response(code)
@@ -147,7 +198,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if not hub.api:
             return self._status(404, body=b"Not Found")
         if not self._authorized():
-            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if repo != hub.repo:
             return self._status(404, {"X-Error-Code": "RepoNotFound"})
         if rev not in ("main", COMMIT):
@@ -159,23 +210,23 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         hub = self.hub
         if repo != hub.repo:
             return self._status(404, {"X-Error-Code": "RepoNotFound"})
-        if rev not in ("main", COMMIT):
+        if rev not in ("main", COMMIT, hub.branch_commit):
             return self._status(404, {"X-Error-Code": "RevisionNotFound"})
         if not self._authorized():
-            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this repo is restricted"})
+            return self._status(401, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if file in hub.forbidden:
-            return self._status(403, {"X-Error-Code": "GatedRepo", "X-Error-Message": "Access to this file is restricted"})
+            return self._status(403, {"X-Error-Code": "GatedRepo", "X-Error-Message": hub.error_message})
         if "/" in file or file in hub.missing or not (hub.root / file).is_file():
             return self._status(404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
         with hub._lock:
             queue = hub.fail.get(file)
             status = queue.pop(0) if queue else None
         if status is not None:
-            return self._status(status, {"Retry-After": "0"} if status == 429 else None, b"try again")
-        common = {"X-Repo-Commit": COMMIT, "ETag": f'"{abs(hash(file)):x}"'}
+            return self._status(status, {"Retry-After": hub.retry_after} if status == 429 else None, b"try again")
+        common = {"X-Repo-Commit": COMMIT if rev == COMMIT else hub.branch_commit, "ETag": f'"{abs(hash(file)):x}"'}
         if file.endswith(".safetensors"):
             size = self._size(file)
-            loc = f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"
+            loc = hub.location.get(file) or f"{hub.cdn_origin}/cdn/{abs(hash(file)):x}/{file}?sig=abc"
             return self._status(302, {**common, "Location": loc, "X-Linked-Size": str(size),
                                       "X-Linked-Etag": f'"{abs(hash(file)):x}"'})
         self._serve(file, head, common)
@@ -246,3 +297,73 @@ def _unquote(s: str) -> str:
     from urllib.parse import unquote
 
     return unquote(s)
+
+
+class ForwardProxy:
+    """A forward proxy on 127.0.0.1 (``http_proxy``/``https_proxy``): GETs in absolute form are
+    forwarded, ``CONNECT`` is tunnelled. ``log``: (method, target, Proxy-Authorization) per request."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, str | None]] = []
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                from urllib.parse import urlsplit
+
+                proxy.log.append(("GET", self.path, self.headers.get("Proxy-Authorization")))
+                u = urlsplit(self.path)
+                conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=30)
+                keep = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-authorization", "connection")}
+                conn.request("GET", u.path + (f"?{u.query}" if u.query else ""), headers=keep)
+                r = conn.getresponse()
+                body = r.read()
+                self.send_response(r.status)
+                for k, v in r.getheaders():
+                    if k.lower() not in ("content-length", "connection", "transfer-encoding"):
+                        self.send_header(k, v)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                conn.close()
+
+            def do_CONNECT(self) -> None:
+                proxy.log.append(("CONNECT", self.path, self.headers.get("Proxy-Authorization")))
+                host, _, port = self.path.rpartition(":")
+                upstream = socket.create_connection((host, int(port)), timeout=30)
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+                self.close_connection = True
+                socks = [self.connection, upstream]
+                try:
+                    while True:
+                        ready, _, _ = select.select(socks, [], [], 30)
+                        if not ready:
+                            return
+                        for s in ready:
+                            data = s.recv(1 << 16)
+                            if not data:
+                                return
+                            (upstream if s is self.connection else self.connection).sendall(data)
+                except OSError:
+                    return
+                finally:
+                    upstream.close()
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

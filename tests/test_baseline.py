@@ -120,7 +120,7 @@ def test_filter_keeps_order_and_counts():
 @pytest.mark.parametrize("content, needle", [
     (None, "not found"),
     ("{", "invalid JSON"),
-    (b"\xff\xfe", "invalid JSON"),
+    (b"\xff\xfe", "is UTF-16 text"),
     ("[]", "not a ckptlint baseline"),
     ('{"findings": []}', "ckptlint_baseline"),
     ('{"ckptlint_baseline": 2, "findings": []}', "format 2 is not supported"),

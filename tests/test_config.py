@@ -28,11 +28,11 @@ ckptlint = cli_run  # (exit code, stdout, stderr) of an in-process CLI call
 
 @pytest.fixture
 def ckpt(tmp_path, monkeypatch) -> Path:
-    """A copy of the buggy fixture (small, not sparse) and a neutral working directory."""
-    dst = tmp_path / "ckpt"
-    shutil.copytree(BUGGY, dst)
+    """A copy of the buggy fixture (small, not sparse) inside the working directory (the user's
+    repository, where the checkpoint's own settings apply)."""
     work = tmp_path / "work"
-    work.mkdir()
+    dst = work / "ckpt"
+    shutil.copytree(BUGGY, dst)
     monkeypatch.chdir(work)
     return dst
 
@@ -178,7 +178,7 @@ def test_single_target_string_is_accepted(ckpt):
 def test_load_raises_config_error(tmp_path):
     (tmp_path / "ckptlint.toml").write_text("bogus = 1\n")
     with pytest.raises(ConfigError, match="unknown field 'bogus'"):
-        load(tmp_path)
+        load(tmp_path, cwd=tmp_path)
 
 
 # --- command-line flags override the file --------------------------------------------------

@@ -142,9 +142,13 @@ def test_dp803_block_fp8_clean_at_tp8_fails_at_tp32(dsv3_small):
         # dense MLP gate/up: 18432 / 32 = 576, not a multiple of 128.
         assert got["model.layers.0.mlp.gate_up_proj"].error_text == BLOCK_N_576
         assert got["model.layers.0.mlp.gate_up_proj"].consequence.value == "load-error"
-        # experts: 2048 / 32 = 64.
-        assert got["model.layers.3.mlp.experts"].error_text == (
-            "ValueError: The output_size of gate's and up's weight = 64 is not divisible by weight quantization block_n = 128.")
+        # experts: 2048 / 32 = 64. SGLang raises; vLLM 0.30+ refines the block to gcd(128, 128, 64,
+        # 7168) = 64 >= 32 and loads (fused_moe/oracle/fp8.py refine_fp8_moe_block_shape).
+        if t.startswith("sglang"):
+            assert got["model.layers.3.mlp.experts"].error_text == (
+                "ValueError: The output_size of gate's and up's weight = 64 is not divisible by weight quantization block_n = 128.")
+        else:
+            assert "model.layers.3.mlp.experts" not in got
 
 
 def test_dp803_dp_attention_keeps_attention_whole(dsv3_small):

@@ -2,7 +2,7 @@
 single file agrees with safetensors 0.8.0 (the library opens it <=> no SF load-error finding).
 
 Headers that end up with a duplicate tensor name are left out of the comparison: the library
-silently keeps the later entry, ckptlint reports it on purpose (DECISIONS.md).
+silently keeps the later entry, ckptlint reports it on purpose (docs/decisions.md#tests-and-benchmarks).
 
 Bounded by default (~150 examples in all); ``CKPTLINT_FUZZ_EXAMPLES=5000`` for a nightly run.
 """

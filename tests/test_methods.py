@@ -1,7 +1,7 @@
 """Every quant method: a correct synthetic checkpoint that is clean on every target that simulates the
 method, and at least three broken variants (naming, layout, skip-list semantics) with the consequence
-the reference notes predict, per release. Facts cited: sglang-loading.md (SG §), vllm-loading.md
-(VL §), checkpoint-formats.md (CF §), docs/upstream-checks*.md."""
+the frameworks' code predicts, per release. Facts cited: docs/frameworks/sglang.md (sglang.md#…),
+docs/frameworks/vllm.md (vllm.md#…), docs/frameworks/formats.md, docs/upstream-checks*.md."""
 
 from __future__ import annotations
 
@@ -42,21 +42,25 @@ def test_ct_correct_is_clean(tmp_path):
 def test_ct_parent_module_ignore_semantics_change_at_0_5_18(tmp_path):
     # Layer 1's MLP kept BF16 and ignored by its parent name. SGLang 0.5.9-0.5.16 match `ignore` by
     # raw substring, so children are ignored too: loads. 0.5.18 (PR #32736) and vLLM match exact or
-    # dotted suffix / exact: the BF16 gate_up_proj/down_proj are built W4A16 -> shape error (SG §3.2).
+    # dotted suffix / exact: the BF16 gate_up_proj/down_proj are built W4A16, whose parameters are
+    # `weight_packed`/...: the `.weight` has nowhere to go. SGLang's Llama loader warns and skips it
+    # (the packed weights stay uninitialised: silent); vLLM's fused layer fails on it (load error)
+    # (sglang.md#compressed-tensors-ignore-matching; upstream already 0.5.17, the data switches at 0.5.18).
     d = DenseDims(num_hidden_layers=3)
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 1 and m.category == "dense_mlp")
                     else "ct_w4a16")
     rep = run(build(tmp_path, dense_spec(d, layout, ct_config(ignore=["lm_head", "model.layers.1.mlp"]))),
               "sglang==0.5.16", "sglang==0.5.18", "vllm==0.33.0")
     assert got(rep, "sglang==0.5.16") == set()
-    for t in ("sglang==0.5.18", "vllm==0.33.0"):
-        assert ("QD401", "load-error", "model.layers.1.mlp.gate_up_proj") in got(rep, t)
+    assert ("QD401", "silent-corruption", "model.layers.1.mlp.gate_up_proj") in got(rep, "sglang==0.5.18")
+    assert ("QD401", "load-error", "model.layers.1.mlp.gate_up_proj") in got(rep, "vllm==0.33.0")
 
 
 def test_ct_moe_expert0_rule(tmp_path):
     # Only expert 0's down_proj ignored (BF16): since PR #28878 the FusedMoE is decided from expert 0's
     # three projections, which disagree -> "All MoE projections need to have same quantization scheme"
-    # (VL §3, SG §3.2). vLLM 0.11 ignored `ignore` for MoE: the BF16 shard meets a packed slot.
+    # (vllm.md#compressed-tensors-fusedmoe, sglang.md#compressed-tensors-ignore-matching). vLLM 0.11
+    # ignored `ignore` for MoE: the BF16 shard meets a packed slot.
     q = qwen3_moe_dims()
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed", "router")
                     or m.path == "model.layers.0.mlp.experts.0.down_proj" else "ct_w4a16")
@@ -102,13 +106,19 @@ def test_gptq_correct_is_clean(tmp_path):
 def test_gptq_dynamic_negative_rule(tmp_path):
     # `-:` keys of GPTQModel `dynamic` are re.match'ed against runtime prefixes: the quantized layer-0
     # MLP is built unquantized. SGLang's Llama loader warns and skips `qweight` (weights stay
-    # uninitialised, silent); vLLM's AutoWeightsLoader raises on the unknown name (SG §3.6, VL §3).
+    # uninitialised, silent); vLLM's AutoWeightsLoader routes the gate/up shard names to the fused
+    # layer's load_weights (orig_to_new_stacked), which has no `qweight` and passes the module itself
+    # to its weight_loader (linear.py MergedColumnParallelLinear.load_weights/weight_loader;
+    # sglang.md#awq-and-gptq, vllm.md#gptq).
     spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:model.layers.0.mlp.*": {}}))
     rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
     f = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.module == "model.layers.0.mlp.gate_up_proj"][0]
     assert f.consequence.value == "load-error"
-    assert f.error_text == "ValueError: There is no module or parameter named 'model.layers.0.mlp.gate_up_proj.qweight'"
+    assert f.error_text == "AttributeError: 'MergedColumnParallelLinear' object has no attribute 'data'"
+    down = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.module == "model.layers.0.mlp.down_proj"][0]
+    assert down.error_text.startswith(
+        "ValueError: There is no module or parameter named 'layers.0.mlp.down_proj.qweight' in LlamaModel.")
 
 
 def test_gptq_layout_and_group_size(tmp_path):
@@ -129,7 +139,7 @@ def test_awq_correct_is_clean(tmp_path):
 
 
 def test_awq_substring_skip_list(tmp_path):
-    # AWQ modules_to_not_convert is a raw substring: "gate" also matches gate_up_proj (SG §3.6, VL §3).
+    # AWQ modules_to_not_convert is a raw substring: "gate" also matches gate_up_proj (sglang.md#awq-and-gptq, vllm.md#awq).
     spec = dense_spec(DenseDims(), all_linears("awq"), awq_config(modules_to_not_convert=["gate"]))
     rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
@@ -138,11 +148,12 @@ def test_awq_substring_skip_list(tmp_path):
 
 def test_awq_empty_skip_list_inferred_by_vllm_only(tmp_path):
     # vLLM 0.33 infers an empty modules_to_not_convert from the tensor dtypes; SGLang does not, so the
-    # BF16 layer-0 MLP is built AWQ there and fails the shape check (VL §3).
+    # BF16 layer-0 MLP is built AWQ there: its `.weight` has no parameter (AWQ holds `qweight`), the
+    # Llama loader warns and skips it and the packed weights stay uninitialised (vllm.md#awq).
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
                     else "awq")
     rep = run(build(tmp_path, dense_spec(DenseDims(), layout, awq_config())), "sglang==0.5.23", "vllm==0.33.0")
-    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    assert ("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
     assert got(rep, "vllm==0.33.0") == set()
 
 
@@ -162,7 +173,7 @@ def test_mxfp4_correct_is_clean(tmp_path):
 
 
 def test_mxfp4_linears_are_never_quantized(tmp_path):
-    # Mxfp4Config ignores modules_to_not_convert; linears always unquantized (SG §3.5, VL §3): an MXFP4
+    # Mxfp4Config ignores modules_to_not_convert; linears always unquantized (sglang.md#mxfp4, vllm.md#mxfp4): an MXFP4
     # attention projection meets a BF16 slot.
     rep = run(build(tmp_path, gpt_oss_spec(attn_fmt="mxfp4")), "sglang==0.5.23", "vllm==0.33.0")
     assert ("QD401", "load-error", "model.layers.0.self_attn.qkv_proj") in got(rep, "sglang==0.5.23")
@@ -185,14 +196,20 @@ SMALL_DS = dict(num_hidden_layers=4, hidden=256, moe_intermediate=128, intermedi
 
 
 def test_modelopt_correct_is_clean(tmp_path):
+    # Clean everywhere except vLLM 0.11, whose ModelOpt NVFP4 config builds every FusedMoE NVFP4 (no
+    # exclusion test for FusedMoE): the BF16 experts of the MTP layer, excluded by `model.layers.4*`,
+    # fail to load into the draft (with speculative decoding on, the default when config.json declares it).
     rep = run(build(tmp_path, modelopt_nvfp4(deepseek_dims(**SMALL_DS))), *ALL)
+    old = [f for f in rep.findings if f.target == "vllm==0.11.0" and f.severity.value == "error"]
+    assert [(f.code, f.module) for f in old] == [("QD401", "model.layers.4.mlp.experts")]
+    rep.findings = [f for f in rep.findings if f not in old]
     clean_where_simulated(rep)
 
 
 def test_modelopt_experts_star_glob_misses_the_fused_moe_on_sglang(tmp_path):
     # `…mlp.experts.*` never fullmatches the FusedMoE prefix `…mlp.experts` in SGLang's glob matcher
-    # (SG §3.3): BF16 experts built NVFP4. vLLM's is_layer_skipped first applies the reversed
-    # substring rule for experts (the prefix is a substring of an entry containing "experts", VL §2):
+    # (sglang.md#modelopt-exclude-matching): BF16 experts built NVFP4. vLLM's is_layer_skipped first applies the reversed
+    # substring rule for experts (the prefix is a substring of an entry containing "experts", vllm.md#layer-skip-test):
     # the MoE is excluded there and loads.
     d = deepseek_dims(**SMALL_DS)
     spec = modelopt_nvfp4(d)
@@ -207,7 +224,7 @@ def test_modelopt_experts_star_glob_misses_the_fused_moe_on_sglang(tmp_path):
 
 
 def test_modelopt_fp8_config_json_exclude_modules_key(tmp_path):
-    # config.json form: SGLang's ModelOpt FP8 reads only `ignore` (SG §3.3); vLLM reads
+    # config.json form: SGLang's ModelOpt FP8 reads only `ignore` (sglang.md#modelopt-config-keys); vLLM reads
     # `exclude_modules` when `ignore` is absent only from 0.33 (docs/upstream-checks-2.md A3). BF16 into a
     # same-shape FP8 parameter is cast silently.
     d = DenseDims()
@@ -248,13 +265,19 @@ def test_fp8_correct_is_clean(tmp_path):
 
 def test_fp8_block_scale_named_weight_scale(tmp_path):
     # Block FP8 saved as `weight_scale` while the fp8 method registers `weight_scale_inv` (vLLM #43564):
-    # vLLM's DeepSeek loader raises KeyError; SGLang warns and skips, leaving placeholder scales.
+    # vLLM's DeepSeek loader raises KeyError. SGLang's DeepSeek loader indexes the stacked gate/up names
+    # unguarded (KeyError too); other names warn and are skipped (placeholder scales) until 0.5.22,
+    # while 0.5.23 renames a `weight_scale` to the registered `weight_scale_inv` for them.
     spec = _fp8_spec()
     spec.tensors = [(n.replace("weight_scale_inv", "weight_scale"), dt, s) for n, dt, s in spec.tensors]
-    rep = run(build(tmp_path, spec), "sglang==0.5.23", "vllm==0.33.0")
-    assert ("SC502", "silent-corruption", "model.layers.0.mlp.gate_up_proj") in got(rep, "sglang==0.5.23")
+    rep = run(build(tmp_path, spec), "sglang==0.5.22", "sglang==0.5.23", "vllm==0.33.0")
+    for t in ("sglang==0.5.22", "sglang==0.5.23"):
+        assert ("SC502", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, t)
+    assert ("SC502", "silent-corruption", "model.layers.0.self_attn.o_proj") in got(rep, "sglang==0.5.22")
+    assert "model.layers.0.self_attn.o_proj" not in {m for _, _, m in got(rep, "sglang==0.5.23")}
     f = [f for f in rep.findings if f.target == "vllm==0.33.0" and f.module == "model.layers.0.mlp.gate_up_proj"][0]
-    assert f.code == "SC502" and f.error_text == "KeyError: 'model.layers.0.mlp.gate_up_proj.weight_scale'"
+    # DeepseekV2Model.load_weights (0.24+) names parameters relative to the inner model
+    assert f.code == "SC502" and f.error_text == "KeyError: 'layers.0.mlp.gate_up_proj.weight_scale'"
     assert f.data["module_count"] > 1  # the same defect in every layer is one finding
 
 
@@ -281,7 +304,8 @@ def test_fp8_block_scale_grid(tmp_path):
 # ---------------------------------------------------------------------------------------------
 def test_quark_llama_qkv_shards_need_a_packed_mapping(tmp_path):
     # Attention kept BF16 and excluded per shard (q/k/v). SGLang's LlamaForCausalLM declares no
-    # packed_modules_mapping and Quark only gets gate_up_proj / fused_qkv_a injected (SG §3.1, §3.8):
+    # packed_modules_mapping and Quark only gets gate_up_proj / fused_qkv_a injected
+    # (sglang.md#quark-exclude-matching, sglang.md#packed-modules-mapping):
     # the fused qkv_proj is built MXFP4 -> shape error. vLLM's Llama maps qkv_proj to its shards: loads.
     from ckptlint.testing.models import dense_modules, quark_mxfp4_config, unquantized_linear_names
     d = DenseDims()
@@ -307,21 +331,24 @@ def test_quark_layout_nvfp4_grid_on_mxfp4_experts(tmp_path):
 # Older vLLM releases (read in each release's source; docs: the target data's sources)
 # ---------------------------------------------------------------------------------------------
 def test_gptq_dynamic_simulated_from_vllm_0_30(tmp_path):
-    # get_dynamic_override is the same code in 0.24-0.33, but only from 0.30 is g_idx dropped on load
-    # (get_checkpoint_weight_mapper) as in 0.33; 0.24-0.28 register g_idx parameters: not simulated.
+    # get_dynamic_override is the same code in 0.24-0.33 (and in 0.11's gptq_marlin); 0.24-0.28 also
+    # load g_idx (used with desc_act), so GPTQ is simulated from 0.11.
     spec = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:model.layers.0.mlp.*": {}}))
-    rep = run(build(tmp_path, spec), "vllm==0.30.0", "vllm==0.28.0")
-    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "vllm==0.30.0")
-    assert {f.code for f in rep.findings if f.target == "vllm==0.28.0"} == {"TG603"}
+    rep = run(build(tmp_path, spec), "vllm==0.30.0", "vllm==0.28.0", "vllm==0.11.0")
+    for t in ("vllm==0.30.0", "vllm==0.28.0", "vllm==0.11.0"):
+        assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, t)
+    (f,) = [f for f in rep.findings if f.target == "vllm==0.11.0" and f.module == "model.layers.0.mlp.gate_up_proj"]
+    assert f.error_text == "KeyError: 'layers.0.mlp.gate_up_proj.qweight'"  # LlamaModel's hand-written loader
 
 
 def test_awq_simulated_from_vllm_0_24(tmp_path):
     # 0.24 has 0.33's substring match with the shard-agreement error and the dtype inference
-    # (skip_with_substr=True); 0.11's awq_marlin has neither: not simulated.
+    # (skip_with_substr=True); 0.11's awq_marlin tests the fused prefix as a plain substring: `gate`
+    # is in `gate_up_proj` there too.
     spec = dense_spec(DenseDims(), all_linears("awq"), awq_config(modules_to_not_convert=["gate"]))
     rep = run(build(tmp_path, spec), "vllm==0.24.0", "vllm==0.11.0")
-    assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, "vllm==0.24.0")
-    assert {f.code for f in rep.findings if f.target == "vllm==0.11.0"} == {"TG603"}
+    for t in ("vllm==0.24.0", "vllm==0.11.0"):
+        assert ("QD401", "load-error", "model.layers.0.mlp.gate_up_proj") in got(rep, t)
     layout = Layout(lambda m: None if m.category in ("lm_head", "embed") or (m.layer == 0 and m.category == "dense_mlp")
                     else "awq")
     rep = run(build(tmp_path, dense_spec(DenseDims(), layout, awq_config()), name="infer"), "vllm==0.24.0")

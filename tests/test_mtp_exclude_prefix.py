@@ -1,8 +1,8 @@
 """The motivating bug, end to end through files on disk: a GLM-5-style Quark MXFP4 checkpoint whose
 BF16 MTP (NextN) layer is excluded only under its checkpoint names `model.layers.{N}.*`.
 
-Facts these tests encode (reference notes sglang-loading.md §1.2-1.3, §5; vllm-loading.md §4;
-docs/upstream-checks.md):
+Facts these tests encode (docs/frameworks/sglang.md#deepseek-nextn-quant-config, #glm-5-nextn;
+docs/frameworks/vllm.md#deepseek-and-glm-5-mtp; docs/upstream-checks.md):
 * SGLang <= 0.5.15 routes the GLM-5 draft through DeepseekV3ForCausalLMNextN, whose only skip-list
   mapper is the hard-coded substring `model.layers.61` -> `model.decoder`; the draft's modules are
   `model.decoder.*` and `model.eh_proj` (a Quark-aware ReplicatedLinear), so `model.layers.78.*`
@@ -99,8 +99,9 @@ def test_fixed_twin_is_clean_on_every_target_that_supports_it(fixed):
     # SGLang 0.5.5 and vLLM 0.11 have no GLM-5 model class at all (one load-error finding saying so).
     for old in ("sglang==0.5.5", "vllm==0.11.0"):
         assert [(f.code, f.consequence.value) for f in rep.findings if f.target == old] == [("TG601", "load-error")]
-    # SGLang 0.5.9 does not give Quark the gate_up_proj packed mapping (injected from 0.5.12, errata
-    # of sglang-loading.md §3.8), so BF16 dense/shared-expert gate_up_proj modules are built MXFP4.
+    # SGLang 0.5.9 does not give Quark the gate_up_proj packed mapping (injected from 0.5.12,
+    # docs/frameworks/sglang.md#packed-modules-mapping), so BF16 dense/shared-expert gate_up_proj
+    # modules are built MXFP4.
     e9 = {f.module for f in rep.findings if f.target == "sglang==0.5.9" and f.code == "QD401"}
     assert "model.layers.0.mlp.gate_up_proj" in e9
 

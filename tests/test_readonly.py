@@ -119,31 +119,30 @@ def test_relative_path_from_inside(ro_ckpt, capsys):
     assert snapshot(ro_ckpt) == before
 
 
-@pytest.mark.skipif(hasattr(os, "geteuid") and os.geteuid() == 0,
-                    reason="running as root: permission bits do not stop writes, so a read-only "
-                           "directory cannot make fix --write fail")
 def test_fix_write_on_readonly_checkpoint_fails_cleanly(ro_ckpt, capsys):
+    # ckptlint checks the mode bits itself, so this holds for root too (whom they do not stop).
     before = snapshot(ro_ckpt)
     for extra in ((), ("--no-backup",)):
         code, _, err = ckptlint(capsys, "fix", str(ro_ckpt), "-t", T, "--write", *extra)
         assert code == 2, err
         assert "cannot write config.json" in err and "was not changed" in err
+        assert "read-only (mode 0444); pass --force" in err
         assert "Traceback" not in err and "internal error" not in err
         assert snapshot(ro_ckpt) == before
 
 
 def test_fix_write_permission_error_is_a_clean_usage_error(ro_ckpt, capsys, monkeypatch):
-    """The same path as above, runnable as root: the write fails with EACCES."""
+    """Forced past the read-only check, the write fails with EACCES (as it does for a user)."""
     import errno
 
     import ckptlint.fix as fixmod
 
-    def denied(dest, data):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(dest))
+    def denied(directory, name, data, st):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(directory / name))
 
-    monkeypatch.setattr(fixmod, "atomic_write", denied)
+    monkeypatch.setattr(fixmod, "_write_temp", denied)
     before = snapshot(ro_ckpt)
-    code, out, err = ckptlint(capsys, "fix", str(ro_ckpt), "-t", T, "--write")
+    code, out, err = ckptlint(capsys, "fix", str(ro_ckpt), "-t", T, "--write", "--force")
     assert code == 2, err
     assert "cannot write config.json" in err and "Permission denied" in err and "was not changed" in err
     assert "Traceback" not in err and "internal error" not in err

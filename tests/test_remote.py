@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from ckptlint import cli
 from ckptlint.engine import check
 from ckptlint.progress import Progress, progress_for
 from ckptlint.reader import NotACheckpoint, load_checkpoint, open_path
-from ckptlint.reader import remote
+from ckptlint.reader import hubhttp, remote
 from ckptlint.targets import list_targets, resolve
 from ckptlint.testing.builder import shard_name, write_checkpoint
 from ckptlint.testing.models import MoeDims, glm5_quark_mxfp4
@@ -38,7 +39,7 @@ def _env(monkeypatch):
         monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    monkeypatch.setattr(remote, "BACKOFF", 0.001)
+    monkeypatch.setattr(hubhttp, "BACKOFF", 0.001)
 
 
 @pytest.fixture
@@ -146,6 +147,8 @@ def test_truncated_shard_is_sf113(tmp_path, serve):
 
 
 def test_header_larger_than_first_range(tmp_path, serve):
+    # the index says nothing of the 250 kB of metadata: the first range falls short, and the rest
+    # of the header (exactly) comes in a second range, asked straight from the CDN
     path = write_checkpoint(tmp_path / "ck", tensors="a BF16 [4096, 4096]\nb F32 [4096]", shards=2,
                             metadata={"format": "pt", "note": "x" * 250_000})
     hub = serve(path)
@@ -154,8 +157,10 @@ def test_header_larger_than_first_range(tmp_path, serve):
     for s in (S1, S2):
         ranges = [r["range"] for r in hub.requests(s, "cdn")]
         n = rem.checkpoint.shards[s].header_len
-        assert n > remote.FIRST_RANGE
-        assert ranges == [f"bytes=0-{remote.FIRST_RANGE - 1}", f"bytes={remote.FIRST_RANGE}-{n + 7}"]
+        first = int(ranges[0].rsplit("-", 1)[1]) + 1
+        assert ranges[0] == "bytes=0-" + str(first - 1) and first < n + 8
+        assert ranges == [f"bytes=0-{first - 1}", f"bytes={first}-{n + 7}"]
+        assert len(hub.requests(s, "hub")) == 1  # the second range did not go through the Hub's redirect
         assert rem.checkpoint.shards[s].bytes_read == n + 8 == hub.served[s]
     _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
 
@@ -198,7 +203,8 @@ def test_5xx_and_429_are_retried(tmp_path, serve):
     hub.fail = {S1: [500, 503, 429], "config.json": [502]}
     rem = _remote(hub, targets=FEW)
     _same(_check(str(path), FEW), path, rem)
-    assert len(hub.requests(S1, "hub")) == 3 + 2  # 3 failures, then the two ranges
+    assert len(hub.requests(S1, "hub")) == 3 + 1  # 3 failures, then the one range (sized from the index)
+    assert len(hub.requests(S1, "cdn")) == 1
 
 
 def test_retries_are_bounded(tmp_path, serve):
@@ -373,3 +379,316 @@ def test_progress_for_remote_and_many_local_shards(tmp_path, serve, monkeypatch)
     tty.seek(0)
     load_checkpoint(URL, endpoint=hub.endpoint, progress=False)
     assert tty.getvalue() == ""
+
+
+# ------------------------------------------------------------------ concurrency, sizing, keep-alive
+
+
+def _many(tmp_path, n: int) -> Path:
+    return write_checkpoint(tmp_path / "many", tensors="\n".join(f"layer.{i}.weight BF16 [64, 64]" for i in range(n)),
+                            shards=n)
+
+
+def test_shards_are_read_concurrently_over_few_connections(tmp_path, serve):
+    n = 32
+    hub = serve(_many(tmp_path, n))
+    hub.latency = 0.1  # per request: one shard costs 0.2 s (the Hub's redirect, then the CDN)
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    took = time.monotonic() - t0
+    assert rem.checkpoint.issues == [] and len(rem.checkpoint.shards) == n
+    assert took < n * 0.2 / 2, took  # one after the other would take 6.4 s; 16 at a time, 2 rounds
+    # one range per shard, sized from the index; kept-alive connections (at most one per worker and server)
+    assert all(len(hub.requests(shard_name(i, n), "cdn")) == 1 for i in range(1, n + 1))
+    assert hub.connections() <= 2 * remote.WORKERS + 2 < len(hub.log)
+
+
+@pytest.mark.parametrize("workers", [1, 16], ids=["learned", "guessed"])  # one at a time: sizes learned from the first
+def test_first_range_is_sized_from_the_index(tmp_path, serve, monkeypatch, workers):
+    monkeypatch.setattr(remote, "WORKERS", workers)
+    path = build(tmp_path, glm5_quark_mxfp4(BIG), shards=6)
+    hub = serve(path)
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    header = sum(s.header_len + 8 for s in rem.checkpoint.shards.values())
+    fetched = sum(v for k, v in hub.served.items() if k.endswith(".safetensors"))
+    for name in rem.checkpoint.shards:
+        assert len(hub.requests(name, "cdn")) == 1, name
+    assert header <= fetched <= 1.1 * header
+
+
+# ------------------------------------------------------------------ hardening: time, secrets, settings
+
+
+def _run_cli(args: list[str], env: dict[str, str], timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
+    full = {**os.environ, "no_proxy": "127.0.0.1,localhost", "NO_PROXY": "127.0.0.1,localhost", **env}
+    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        if k not in env:
+            full.pop(k, None)
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=timeout,
+                       env=full)
+    return r, time.monotonic() - t0
+
+
+@pytest.mark.parametrize("what, phase", [(S2, "headers"), (S2, "body"), ("config.json", "headers")])
+def test_slow_loris_cannot_hold_the_check(tmp_path, serve, what, phase):
+    # one byte every 0.2 s: never idle as long as the 0.5 s timeout, and a 1 MB answer would take days
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    hub.slow[what] = (phase, 0.2)
+    r, took = _run_cli(["check", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.23", "-f", "json", "-q"],
+                       {"HF_HUB_DOWNLOAD_TIMEOUT": "0.5"}, timeout=40)
+    # each request ends within 6 x 0.5 s, retries included; the process starts in ~1 s
+    assert took < 12, took
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    [f] = [f for f in json.loads(r.stdout)["findings"] if f["file"] == what]
+    assert f["code"] in ("SF117", "CF302") and "no complete answer" in f["message"], f
+
+
+def test_overall_time_limit(tmp_path, serve, monkeypatch):
+    n = 4
+    hub = serve(_many(tmp_path, n))
+    for i in range(1, n + 1):
+        hub.slow[shard_name(i, n)] = ("body", 0.1)
+    monkeypatch.setenv("HF_HUB_DOWNLOAD_TIMEOUT", "0.5")
+    monkeypatch.setattr(hubhttp, "TOTAL_TIMEOUTS", 4)  # 2 s for everything
+    monkeypatch.setattr(remote, "WORKERS", 1)
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    took = time.monotonic() - t0
+    assert took < 4, took
+    msgs = [f.message for f in rem.checkpoint.issues if f.code == "SF117"]
+    assert len(msgs) == n
+    assert any("time limit for all requests" in m for m in msgs), msgs
+
+
+def test_retry_after_is_honoured_and_bounded(tmp_path, serve, monkeypatch):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    hub.fail = {S1: [429]}
+    hub.retry_after = "1"
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert time.monotonic() - t0 >= 1.0 and rem.checkpoint.issues == []
+    monkeypatch.setattr(hubhttp, "MAX_BACKOFF", 0.3)
+    hub.fail = {S1: [429, 429]}
+    hub.retry_after = "3600"
+    t0 = time.monotonic()
+    rem = _remote(hub, targets=["sglang==0.5.23"])
+    assert time.monotonic() - t0 < 3 and rem.checkpoint.issues == []
+
+
+def test_token_with_a_newline_is_a_usage_error_and_never_printed(tmp_path, serve, monkeypatch, capsys):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    monkeypatch.setenv("HF_TOKEN", "hf_SECRETpart1\nSECRETpart2")
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and "HF_TOKEN is not a usable token" in err
+    assert "SECRET" not in out + err and "Traceback" not in err and err.count("\n") == 1
+    assert hub.log == []  # nothing was sent
+
+
+def test_credentials_are_redacted_from_every_message(tmp_path, serve, monkeypatch, capsys):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    token = "hf_TOPSECRETtoken0123"
+    monkeypatch.setenv("HF_TOKEN", token)
+    hub.error_message = f"invalid credentials in header 'authorization': Bearer {token}"  # a server that echoes it
+    hub.forbidden.add(S2)
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-t", "sglang==0.5.23", "-f", "json", "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 1
+    [f] = [f for f in json.loads(out)["findings"] if f["file"] == S2]
+    assert "403" in f["message"] and "Bearer ***" in f["message"]
+    assert "TOPSECRET" not in out + err
+    hub.require_token = "hf_other"  # now the whole repository says 401 with the echo
+    with pytest.raises(SystemExit) as e:
+        cli.main(["check", URL, "--endpoint", hub.endpoint, "-q"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and "401" in err and "TOPSECRET" not in out + err
+
+
+def _listener():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen(5)
+    s.setblocking(False)
+    return s
+
+
+@pytest.mark.parametrize("scheme", ["ftp", "file", "gopher"])
+def test_redirects_only_to_http(tmp_path, serve, scheme):
+    hub = serve(build(tmp_path, glm5_quark_mxfp4(), shards=2))
+    trap = _listener()
+    port = trap.getsockname()[1]
+    hub.location[S2] = f"{scheme}://127.0.0.1:{port}/etc/passwd" if scheme != "file" else "file:///etc/passwd"
+    try:
+        rem = _remote(hub, targets=["sglang==0.5.23"])
+        [f] = [f for f in rem.checkpoint.issues if f.file == S2]
+        assert f.code == "SF117" and f"a {scheme}: URL" in f.message and "only http and https" in f.message
+        with pytest.raises(BlockingIOError):
+            trap.accept()  # nobody connected to the redirect's target
+    finally:
+        trap.close()
+
+
+@pytest.mark.parametrize("env, needle", [
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "nan"}, "HF_HUB_DOWNLOAD_TIMEOUT='nan' is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "-1"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "inf"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "1e400"}, "is not a usable timeout"),
+    ({"HF_HUB_DOWNLOAD_TIMEOUT": "ten"}, "is not a usable timeout"),
+    ({"HF_ENDPOINT": "http://[::1"}, "not a URL"),
+    ({"HF_ENDPOINT": "http://127.0.0.1:99999"}, "not a URL"),
+    ({"HF_ENDPOINT": "http://exa mple.com"}, "no spaces or control characters"),
+    ({"HF_ENDPOINT": "ftp://example.com"}, "expected http(s)://HOST"),
+    ({"HF_ENDPOINT": "http://user:hunter2@example.com"}, "credentials in the URL are not sent"),
+    ({"HF_ENDPOINT": "http://" + "a" * 300 + ".com"}, "the host name is not valid"),
+    ({"HF_ENDPOINT": "https://example.com/?x=1"}, "without ?query"),
+])
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_unusable_settings_are_exit_2(monkeypatch, capsys, env, needle, command):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    if "HF_ENDPOINT" not in env:
+        monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, URL, "-t", "sglang==0.5.23"])
+    out, err = capsys.readouterr()
+    assert e.value.code == 2 and needle in err, err
+    assert "Traceback" not in err and "internal error" not in err and err.count("\n") == 1
+    assert "hunter2" not in err
+
+
+@pytest.mark.parametrize("url, needle", [
+    ("hf://org/" + "a" * 5000, "the repository id is 5,004 characters long"),
+    ("hf://org/repo@" + "r" * 70000, "the revision is 70,000 characters long"),
+    ("hf://org/repo@main\nx", "bad revision"),
+])
+@pytest.mark.parametrize("command", ["check", "plan"])
+def test_over_long_or_bad_names_are_exit_2(capsys, url, needle, command):
+    with pytest.raises(SystemExit) as e:
+        cli.main([command, url, "--endpoint", "http://127.0.0.1:9", "-t", "sglang==0.5.23"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and needle in err and "internal error" not in err
+    assert len(err) < 400  # the name is not echoed in full
+
+
+# ------------------------------------------------------------------ proxies and TLS
+
+
+@pytest.fixture
+def proxy(monkeypatch):
+    from fakehub import ForwardProxy
+
+    for k in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(k, raising=False)
+    p = ForwardProxy()
+    yield p
+    p.stop()
+
+
+def test_http_proxy_from_the_environment(tmp_path, serve, proxy, monkeypatch):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    monkeypatch.setenv("http_proxy", proxy.url.replace("://", "://user:pr0xy-pw@"))
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    targets = [t for m, t, _ in proxy.log]
+    assert any(t.startswith(hub.endpoint + "/api/models/") for t in targets)
+    assert any(t.startswith(hub.cdn_origin + "/cdn/") for t in targets)
+    assert all(a == "Basic dXNlcjpwcjB4eS1wdw==" for _, _, a in proxy.log)  # user:pr0xy-pw
+    assert all(r["auth"] is None for r in hub.requests(server="cdn"))
+    assert hub.requests(server="hub") and all(r["auth"] == "Bearer hf_secret" for r in hub.requests(server="hub"))
+
+
+@pytest.fixture(scope="module")
+def tls_files(tmp_path_factory):
+    import shutil
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is needed to make a certificate for the TLS test")
+    d = tmp_path_factory.mktemp("tls")
+    r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                        "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"openssl could not make a certificate: {r.stderr[-300:]}")
+    return d / "cert.pem", d / "key.pem"
+
+
+@pytest.mark.parametrize("via_proxy", [False, True], ids=["direct", "connect-proxy"])
+def test_https_hub_and_cdn(tmp_path, tls_files, monkeypatch, request, via_proxy):
+    import ssl
+
+    cert, key = tls_files
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = FakeHub(path, tls=ctx).start()
+    request.addfinalizer(hub.stop)
+    assert hub.endpoint.startswith("https://")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")
+    with pytest.raises(NotACheckpoint, match="certificate verification failed"):
+        _remote(hub, targets=FEW)  # not trusted yet
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    if via_proxy:
+        p = request.getfixturevalue("proxy")
+        monkeypatch.setenv("https_proxy", p.url)
+    rem = _remote(hub, targets=FEW)
+    _same(_check(str(path), FEW), path, rem)
+    assert all(r["auth"] is None for r in hub.requests(server="cdn"))
+    assert all(r["auth"] == "Bearer hf_secret" for r in hub.requests(server="hub"))
+    if via_proxy:
+        tunnels = {t for m, t, _ in p.log if m == "CONNECT"}
+        assert tunnels == {hub.endpoint[len("https://"):], hub.cdn_origin[len("https://"):]}
+
+
+@pytest.mark.parametrize("api", [True, False], ids=["listed", "probed"])
+@pytest.mark.parametrize("moved", [False, True], ids=["same", "branch-moved"])
+def test_cli_reads_in_the_background_pinned_to_one_commit(tmp_path, serve, capsys, api, moved):
+    path = build(tmp_path, glm5_quark_mxfp4(), shards=2)
+    hub = serve(path)
+    hub.api = api
+    if moved:
+        hub.branch_commit = "f" * 40  # answers by branch name come from a newer commit than the listing
+    args = ["check", "-t", "sglang==0.5.15", "-t", "vllm==0.33.0", "-f", "json", "-q"]
+    with pytest.raises(SystemExit) as e:
+        cli.main([*args, URL, "--endpoint", hub.endpoint])
+    rem = json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit) as e2:
+        cli.main([*args, str(path)])
+    local = json.loads(capsys.readouterr().out)
+    assert e.value.code == e2.value.code == 1
+    assert json.dumps(rem["findings"]).replace(URL, "<R>") == json.dumps(local["findings"]).replace(str(path), "<R>")
+    revs = {(r["file"], r["path"].split("/resolve/")[1].split("/")[0]) for r in hub.requests(server="hub") if r["file"]}
+    shard_revs = {rev for f, rev in revs if f.endswith(".safetensors")}
+    assert shard_revs == ({COMMIT} if api else {"f" * 40} if moved else {COMMIT})
+    if api:  # the JSON files were asked for by branch at once; asked again by commit only when the branch moved
+        assert ("config.json", "main") in revs and (("config.json", COMMIT) in revs) == moved
+
+
+# ------------------------------------------------------------------ the remote benchmark runs
+
+
+@pytest.mark.skipif(not (Path(__file__).resolve().parents[1] / "benchmarks" / "remote_bench.py").exists(),
+                    reason="benchmarks/ not present")
+def test_remote_benchmark_smoke(tmp_path):
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "remote_bench.py"
+    out = tmp_path / "remote.json"
+    r = subprocess.run([sys.executable, str(bench), "--scale", "tiny", "--reps", "1", "--warmup", "0", "--latency-ms", "5",
+                        "--workdir", str(tmp_path), "--json-out", str(out), "--quiet"],
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "shard/header" in r.stdout
+    d = json.loads(out.read_text())
+    run = d["median_run"]
+    shards = d["checkpoint"]["shards"]
+    assert run["rc"] == d["local_rc"] == 0 and run["findings"] == 0
+    # every shard was redirected once by the Hub and answered once by the CDN; only headers came
+    assert run["cdn_requests"] == shards and run["shards_with_2_ranges"] == 0
+    assert d["checkpoint"]["header_bytes"] <= run["shard_bytes"] < 2 * d["checkpoint"]["header_bytes"]
+    assert run["connections"] < run["requests"]

@@ -50,7 +50,7 @@ def test_fix_of_a_hub_repository(ckpt, capsys):
         url = "hf://org/repo"
         # --write is refused before anything is read or printed
         code, out, err = cli_run(capsys, "fix", url, "-t", T, "--write", "--endpoint", hub.endpoint)
-        assert code == 2 and out == "" and "edits the files of a local checkpoint" in err
+        assert code == 2 and out == "" and "fix --write edits files on disk" in err
         assert hub.log == []
         # the diff works, and --endpoint is honoured
         code, out, err = cli_run(capsys, "fix", url, "-t", T, "--endpoint", hub.endpoint)

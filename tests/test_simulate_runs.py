@@ -24,7 +24,7 @@ FIXTURE_DIRS = sorted([p for p in ROOT.iterdir() if (p / "config.json").exists()
                       + [p for p in (ROOT / "upstream").iterdir() if (p / "config.json").exists()])
 
 
-def _per_module_runs(ckpt, arch, draft_prefix):
+def _per_module_runs(ckpt, arch, draft_prefix, draft_word=None):
     """Every module in a run of its own with no runtime: the module-by-module path."""
     return [(None, g[4], False, [], [g]) for g in S.module_groups(ckpt, arch.layer_prefix)]
 
@@ -40,7 +40,8 @@ def _describe(plan: S.Plan) -> list:
     return out
 
 
-# Releases on both sides of the draft-naming and skip-list changes (sglang-loading.md, vllm-loading.md).
+# Releases on both sides of the draft-naming and skip-list changes (docs/frameworks/sglang.md#releases,
+# docs/frameworks/vllm.md#releases).
 TARGETS = ("sglang==0.5.9", "sglang==0.5.15", "sglang==0.5.16", "sglang==0.5.23", "vllm==0.24.0", "vllm==0.33.0")
 
 

@@ -1,4 +1,4 @@
-"""Target data files load strictly, cite their sources, and resolve versions as DECISIONS.md says."""
+"""Target data files load strictly, cite their sources, and resolve versions as docs/decisions.md#target-resolution says."""
 
 from __future__ import annotations
 

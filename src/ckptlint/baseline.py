@@ -43,8 +43,16 @@ class BaselineError(ValueError):
 
 
 def fields(f: "Finding") -> dict[str, Optional[str]]:
+    """The fingerprinted fields. A lone surrogate (a name from a JSON string with an unpaired ``\\ud800``)
+    is written as its escape text, so the baseline file is plain UTF-8 text that reads back (a
+    baseline holding a lone surrogate is refused) and hashes the same."""
+    from ckptlint.render.safe import surrogates_escaped
+
     tensor = min(f.tensors, key=natural_key) if f.tensors else None
-    return {"code": f.code, "target": f.target, "subject": f.module or f.file, "tensor": tensor}
+    subject = f.module or f.file
+    return {"code": f.code, "target": f.target,
+            "subject": surrogates_escaped(subject) if subject else subject,
+            "tensor": surrogates_escaped(tensor) if tensor else tensor}
 
 
 def _hash(flds: dict[str, Optional[str]]) -> str:
@@ -106,19 +114,22 @@ def write(path: str | Path, findings: Iterable["Finding"]) -> int:
     return len(json.loads(text)["findings"])
 
 
+# A baseline with 100,000+ fingerprints is about 25 MB.
+BASELINE_CAP = 64 << 20
+
+
 def load(path: str | Path) -> set[str]:
     """The fingerprints stored in a baseline file."""
+    from ckptlint.config import UnusableFile, load_json
+
     p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)")
     try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)") from None
-    except OSError as exc:
-        raise BaselineError(f"{p}: cannot read baseline: {exc.strerror or exc}") from None
-    try:
-        data: Any = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BaselineError(f"{p}: not a ckptlint baseline (invalid JSON: {exc})") from None
+        # capped, regular files only, UTF-8, bounded nesting, no lone surrogates
+        data: Any = load_json(p, BASELINE_CAP, "baseline")
+    except UnusableFile as exc:
+        raise BaselineError(f"not a usable ckptlint baseline: {exc}") from None
     from pydantic import ValidationError
 
     _, file_model = _models()

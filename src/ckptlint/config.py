@@ -7,10 +7,14 @@ Where it is found (the first hit wins; files are never merged):
    ``[tool.ckptlint]`` table (which must exist); any other file from its top-level keys.
 3. The checkpoint's own directory (the directory PATH names, or the directory of a
    ``.safetensors`` file): ``ckptlint.toml``, then ``pyproject.toml`` if it has a
-   ``[tool.ckptlint]`` table.
+   ``[tool.ckptlint]`` table -- only when that directory lies inside the current working
+   directory (the user's own repository; symbolic links resolved). A checkpoint elsewhere (a
+   download, the Hugging Face cache) or on the Hub must not be able to switch off the check of
+   itself: its settings are skipped, and :attr:`LoadedConfig.notes` says so.
 4. The current working directory, looked up the same way.
 
-Parent directories are not searched. Command-line flags override the file's values
+Parent directories are not searched. Settings files are read with :func:`load_toml` (at most
+``TOML_CAP`` bytes of UTF-8, regular files only). Command-line flags override the file's values
 (``--target`` replaces ``target``; for rule selection the command line is a second layer on
 top of the file, see ``ckptlint.selection``).
 
@@ -32,22 +36,170 @@ Keys (TOML, kebab-case)::
     ]
 
 Parsing is strict: an unknown key, a value of the wrong type, an ignore entry without a
-non-empty ``reason``, an unknown rule selector or an unresolvable target is a
-:class:`ConfigError`, which the command line reports in one line and exits with 2.
+non-empty ``reason``, an unknown rule selector, an empty ``select`` (it would switch every rule
+off) or an unresolvable target is a :class:`ConfigError`, which the command line reports in one
+line and exits with 2.
+
+:func:`read_capped`, :func:`load_toml` and :func:`load_json` read any small file the user names
+(settings, baselines) without hanging on a FIFO or a device, without reading more than a cap, and
+turn every way the file can be unusable (size, encoding, nesting, lone surrogates) into an
+:class:`UnusableFile` error with a one-line message that names the file.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 
 CONFIG_NAMES = ("ckptlint.toml", "pyproject.toml")
+# A settings file is a few hundred bytes; the largest pyproject.toml files of big monorepos are
+# about 100 KB. 1 MiB leaves room for any of them and parses in well under a second.
+TOML_CAP = 1 << 20
 
 
-class ConfigError(ValueError):
+class UnusableFile(ValueError):
+    """A file the user named that ckptlint cannot use; the message names it (exit 2)."""
+
+
+class ConfigError(UnusableFile):
     """A configuration problem: a usage error (exit 2)."""
+
+
+# --- reading small files safely (settings here; baseline.py reads baselines the same way) -----
+
+_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _not_regular(st: os.stat_result) -> str | None:
+    if stat.S_ISREG(st.st_mode):
+        return None
+    return next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+
+
+def read_capped(path: str | Path, cap: int, what: str = "file") -> bytes:
+    """The bytes of a regular file of at most ``cap`` bytes.
+
+    A FIFO, a device or a socket (also behind a symbolic link) is refused before it is read -- and
+    opened non-blocking, so a FIFO swapped in after the check cannot stall the open either. A file
+    larger than ``cap`` is refused from its size, without reading it (a sparse multi-GB file costs
+    nothing); a file that grows past ``cap`` while being read is refused at ``cap + 1`` bytes.
+    """
+    p = os.fspath(path)
+    try:
+        kind = _not_regular(os.stat(p))
+        if kind is None:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise UnusableFile(f"{p}: {what} not found") from None
+    except (OSError, ValueError) as exc:
+        raise UnusableFile(f"{p}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    if kind is not None:
+        raise UnusableFile(f"{p}: {what} is {kind}, not a regular file")
+    try:
+        st = os.fstat(fd)
+        kind = _not_regular(st)
+        if kind is not None:
+            raise UnusableFile(f"{p}: {what} is {kind}, not a regular file")
+        if st.st_size > cap:
+            raise UnusableFile(f"{p}: {what} is {st.st_size:,} bytes, more than the {cap:,} ckptlint reads")
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > cap:
+                raise UnusableFile(f"{p}: {what} is more than the {cap:,} bytes ckptlint reads")
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UnusableFile(f"{p}: cannot read {what}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
+
+
+def decode_text(raw: bytes, label: str, what: str = "file") -> str:
+    """UTF-8 text (a UTF-8 byte-order mark is dropped); any other encoding is an UnusableFile."""
+    for bom, name in _BOMS:
+        if raw.startswith(bom):
+            raise UnusableFile(f"{label}: {what} is {name} text; ckptlint reads UTF-8 (save it as UTF-8)")
+    if b"\x00" in raw:
+        raise UnusableFile(f"{label}: {what} holds NUL bytes: not UTF-8 text (UTF-16 without a byte-order mark?)")
+    try:
+        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnusableFile(f"{label}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                           f"{exc.start})") from None
+
+
+def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration file") -> dict[str, Any]:
+    """A TOML document, read with :func:`read_capped` and :func:`decode_text`."""
+    import tomllib
+
+    text = decode_text(read_capped(path, cap, what), str(path), what)
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UnusableFile(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise UnusableFile(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
+
+
+def load_json(path: str | Path, cap: int, what: str = "file") -> Any:
+    """A JSON document, read with :func:`read_capped` and :func:`decode_text`, whose strings are all
+    encodable text (no lone surrogate such as ``"\\ud800"``)."""
+    import json
+
+    text = decode_text(read_capped(path, cap, what), str(path), what)
+    try:
+        doc = json.loads(text)
+    except RecursionError:
+        raise UnusableFile(f"{path}: invalid JSON: nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise UnusableFile(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise UnusableFile(f"{path}: invalid JSON: {str(exc).splitlines()[0]}") from None
+    where = surrogate_path(doc)
+    if where is not None:
+        raise UnusableFile(f"{path}: {what} holds a lone surrogate (not text) at {where}")
+    return doc
+
+
+def _bad_text(s: str) -> bool:
+    if s.isascii():
+        return False
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def surrogate_path(doc: Any) -> str | None:
+    """Where in a parsed JSON/TOML document a string (or key) holds a lone surrogate, or None."""
+    stack: list[tuple[Any, str]] = [(doc, "(top level)")]
+    while stack:
+        obj, where = stack.pop()
+        if isinstance(obj, str):
+            if _bad_text(obj):
+                return where
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                if isinstance(k, str) and _bad_text(k):
+                    return f"{where} (a key)"
+                stack.append((v, k if where == "(top level)" else f"{where}.{k}"))
+        elif isinstance(obj, list):
+            stack.extend((v, f"{where}[{i}]") for i, v in enumerate(obj))
+    return None
 
 
 @dataclass(frozen=True)
@@ -80,12 +232,22 @@ class LoadedConfig:
 
     config: Any = field(default_factory=_Defaults)
     path: Path | None = None
+    skipped: Path | None = None  # a settings file in the checkpoint's directory that discovery skipped
 
     @property
     def label(self) -> str:
         if self.path is None:
             return "(no configuration file)"
         return f"{self.path} [tool.ckptlint]" if self.path.name == "pyproject.toml" else str(self.path)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the command line says on stderr about settings: which file is used, which is skipped."""
+        out = [f"settings from {self.label}"] if self.path is not None else []
+        if self.skipped is not None:
+            out.append(f"not using {self.skipped}: settings in a checkpoint's own directory apply only when it "
+                       "lies inside the directory ckptlint runs from; name the file with --config to use it")
+        return out
 
     def selection_layer(self):
         from ckptlint.selection import Layer
@@ -113,6 +275,9 @@ def parse(data: dict[str, Any], label: str) -> Any:
         cfg = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{label}: {_describe(exc)}") from None
+    if cfg.select is not None and not cfg.select and not cfg.extend_select:
+        raise ConfigError(f"{label}: select: an empty list selects no rule, which would switch every check off "
+                          "(list codes, prefixes or ALL, or leave select out)")
     for key, sel in (("select", cfg.select or []), ("ignore", cfg.ignore), ("extend-select", cfg.extend_select)):
         try:
             check_selectors(sel)
@@ -134,15 +299,10 @@ def parse(data: dict[str, Any], label: str) -> Any:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    import tomllib
-
     try:
-        with open(path, "rb") as fh:
-            return tomllib.load(fh)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read configuration file: {exc.strerror or exc}") from None
+        return load_toml(path)
+    except UnusableFile as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _table(path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -161,8 +321,6 @@ def _table(path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
 def load_file(path: str | Path) -> LoadedConfig:
     """Read a file named explicitly (``--config``)."""
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: configuration file not found")
     table = _table(p, _read_toml(p))
     if table is None:
         raise ConfigError(f"{p}: no [tool.ckptlint] table")
@@ -172,22 +330,60 @@ def load_file(path: str | Path) -> LoadedConfig:
 
 
 def _config_dir(checkpoint: str | Path) -> Path | None:
+    if str(checkpoint).startswith("hf://"):
+        return None  # a Hub checkpoint's own files are never settings
     p = Path(checkpoint)
-    if p.is_dir():
-        return p
-    if p.is_file():
-        return p.parent
+    try:
+        if p.is_dir():
+            return p
+        if p.is_file():
+            return p.parent
+    except OSError:  # e.g. a name too long for the file system: reported when the checkpoint is read
+        pass
     return None
 
 
-def find(checkpoint: str | Path | None, cwd: str | Path | None = None) -> Path | None:
-    """The file discovery would use (see the module docstring), or None."""
+def _inside(d: Path, root: Path) -> bool:
+    """Whether directory ``d`` is ``root`` or lies below it (symbolic links resolved)."""
+    try:
+        return d.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
+def _settings_in(d: Path, strict: bool = True) -> Path | None:
+    """The settings file of directory ``d``: ``ckptlint.toml``, else a ``pyproject.toml`` with a
+    ``[tool.ckptlint]`` table. ``strict=False``: a file that cannot be read counts as none."""
+    for name in CONFIG_NAMES:
+        candidate = d / name
+        if not candidate.is_file():
+            continue
+        if name == "pyproject.toml":
+            try:
+                if _table(candidate, _read_toml(candidate)) is None:
+                    continue
+            except ConfigError:
+                if strict:
+                    raise
+                continue
+        return candidate
+    return None
+
+
+def discover(checkpoint: str | Path | None, cwd: str | Path | None = None) -> tuple[Path | None, Path | None]:
+    """(the settings file discovery uses, the checkpoint-directory file it skipped), see the
+    module docstring: settings in the checkpoint's own directory apply only when that directory
+    lies inside ``cwd``."""
+    work = Path(cwd) if cwd is not None else Path(".")
     dirs: list[Path] = []
-    if checkpoint is not None:
-        d = _config_dir(checkpoint)
-        if d is not None:
+    skipped = None
+    d = _config_dir(checkpoint) if checkpoint is not None else None
+    if d is not None:
+        if _inside(d, work):
             dirs.append(d)
-    dirs.append(Path(cwd) if cwd is not None else Path("."))
+        else:
+            skipped = _settings_in(d, strict=False)
+    dirs.append(work)
     seen: set[Path] = set()
     for d in dirs:
         try:
@@ -197,14 +393,15 @@ def find(checkpoint: str | Path | None, cwd: str | Path | None = None) -> Path |
         if key in seen:
             continue
         seen.add(key)
-        for name in CONFIG_NAMES:
-            candidate = d / name
-            if not candidate.is_file():
-                continue
-            if name == "pyproject.toml" and _table(candidate, _read_toml(candidate)) is None:
-                continue
-            return candidate
-    return None
+        found = _settings_in(d)
+        if found is not None:
+            return found, skipped
+    return None, skipped
+
+
+def find(checkpoint: str | Path | None, cwd: str | Path | None = None) -> Path | None:
+    """The file discovery would use (see the module docstring), or None."""
+    return discover(checkpoint, cwd)[0]
 
 
 def load(checkpoint: str | Path | None, config_file: str | None = None, isolated: bool = False,
@@ -216,5 +413,7 @@ def load(checkpoint: str | Path | None, config_file: str | None = None, isolated
         return LoadedConfig()
     if config_file:
         return load_file(config_file)
-    found = find(checkpoint, cwd)
-    return load_file(found) if found is not None else LoadedConfig()
+    found, skipped = discover(checkpoint, cwd)
+    loaded = load_file(found) if found is not None else LoadedConfig()
+    loaded.skipped = skipped
+    return loaded

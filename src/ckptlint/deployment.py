@@ -1,4 +1,4 @@
-"""Deployment assumptions a check is made under (DECISIONS.md, "What a check assumes").
+"""Deployment assumptions a check is made under (docs/decisions.md#deployment-assumptions).
 
 Defaults: the GPU on which the checkpoint's quant format runs natively with the framework's
 default kernels, tensor parallel 1, default server flags, and speculative decoding with the

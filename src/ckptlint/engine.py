@@ -117,6 +117,9 @@ def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment
                  selection: "Selection | None" = None, baseline: set[str] | None = None) -> Report:
     """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit), then
     :func:`finish` the report: select, apply the baseline, aggregate for display."""
+    from ckptlint import userregex
+
+    userregex.reset()  # fresh time budgets for the config's regular expressions (one check at a time)
     deployment = deployment or Deployment()
     t1 = time.perf_counter()
     findings, plans, sim = run_rules(ckpt, targets, deployment)

@@ -18,7 +18,7 @@ class Severity(str, Enum):
 
 
 class Consequence(str, Enum):
-    """What the framework will do with the checkpoint (DECISIONS.md, "Consequence and severity")."""
+    """What the framework will do with the checkpoint (docs/decisions.md#consequence-and-severity)."""
 
     LOAD_ERROR = "load-error"
     SILENT_CORRUPTION = "silent-corruption"

@@ -1,25 +1,36 @@
 """``ckptlint fix``: the minimal skip-list change that makes one target's per-module decisions match
 what the checkpoint stores.
 
-Only additions are made (entries appended to the list the target actually reads, in the file it
-reads: ``config.json``'s ``quantization_config`` when present, else ``hf_quant_config.json``). The
-file keeps its indentation and key order. The result is verified before it is offered: the target
-must have no load-error / silent-corruption finding left that an entry can fix, and no other default
-target may get a new load error from the added entries.
+Only additions are made, in the form the method reads, to the file the target reads
+(``config.json``'s ``quantization_config`` when present, else ``hf_quant_config.json``): entries
+appended to a list, or ``"-:<regex>": {}`` members added to a GPTQ ``dynamic`` object. A value of
+another type is never replaced (the fix is refused with a message instead). The edit is textual
+(ckptlint.jsonedit): every byte outside it -- line endings, number formatting, escapes, key order --
+stays as it was, and the edited text must parse to exactly the intended document. The result is
+verified before it is offered: the edited config must raise no new CF finding, the target must have
+no load-error / silent-corruption finding left that an entry can fix, and no other default target
+may get a new load error from the added entries. :func:`write_fix` documents how it is written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import difflib
 import json
+import os
+import re
+import stat
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
+from ckptlint import jsonedit, userregex
 from ckptlint.deployment import Deployment
 from ckptlint.engine import check_loaded
 from ckptlint.findings import Finding
-from ckptlint.fsutil import atomic_write
+from ckptlint.jsonedit import EditError
 from ckptlint.reader import load_checkpoint
 from ckptlint.targets import Target, newest_targets
 
@@ -33,29 +44,85 @@ class FixPlan:
     added: list[str] = field(default_factory=list)
     diff: str = ""
     new_text: str | None = None
+    original: bytes | None = None  # the bytes of ``file`` the edit was made from
     not_fixable: list[tuple[Finding, str]] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     regressions: list[Finding] = field(default_factory=list)
 
 
-def _indent_of(text: str) -> int | str | None:
-    for line in text.splitlines()[1:]:
-        stripped = line.lstrip(" \t")
-        if stripped and line != stripped:
-            ws = line[: len(line) - len(stripped)]
-            return "\t" if ws.startswith("\t") else len(ws)
-    return None
-
-
 def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
              others: list[Target] | None = None) -> FixPlan:
     deployment = deployment or Deployment()
+    userregex.reset()  # config regexes get a fresh time budget for this checkpoint
     ckpt = load_checkpoint(path)
     report = check_loaded(ckpt, [target], deployment)
     out = FixPlan()
     plan = report.plans.get(target.id)
+    suggestions = _triage(report.findings, target, out)
+    if not suggestions or plan is None or plan.quant is None:
+        return out
+    source = plan.quant.source_file
+    key = plan.exclude_key or (plan.method.exclude_keys_hf_quant_config if source == "hf_quant_config.json"
+                               and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)[0]
+    text = ckpt.texts.get(source)
+    if text is None:
+        text = (Path(path) / source).read_bytes().decode("utf-8")
+    edit = _Edit(text, source, key, plan.method.exclude_keys)
+    refusal = edit.refusal()
+    if refusal:
+        out.not_fixable += [(f, refusal) for f, _ in suggestions]
+        return out
+    known_config = {(f.code, f.message) for f in report.findings if f.code.startswith("CF")}
+    # Verify against the target; findings an entry does not resolve (the release ignores the skip list
+    # for that module, e.g. a compressed-tensors FusedMoE on vLLM 0.11) become "not fixable" and their
+    # entries are dropped, then the edit is rebuilt from what works.
+    for _ in range(2):
+        additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
+        try:
+            doc, new_text, added = edit.apply(additions)
+        except EditError as exc:
+            out.not_fixable += [(f, f"ckptlint cannot edit {source} minimally ({exc}); add the entries by hand")
+                                for f, _ in suggestions]
+            return out
+        edited = copy.copy(ckpt)
+        if source == "config.json":
+            edited.config = doc
+        else:
+            edited.hf_quant_config = doc
+        after = check_loaded(edited, [target], deployment)
+        broken = [f for f in after.findings if f.code.startswith("CF") and (f.code, f.message) not in known_config]
+        if broken:  # the frameworks would no longer read the edited config as intended
+            out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
+                                for f, _ in suggestions]
+            return out
+        remaining = [f for f in after.findings if f.target == target.id and f.consequence.value in SERIOUS
+                     and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
+        stuck_modules = {m for f in remaining for m in (f.data.get("modules") or [f.module])}
+        stuck = [(f, e) for f, e in suggestions if stuck_modules & set(f.data.get("modules") or [f.module])]
+        if not stuck:
+            break
+        for f, _ in stuck:
+            out.not_fixable.append((f, f"no `{edit.key}` entry makes {target.resolved} build this module unquantized "
+                                       "(it does not apply the skip list to it)"))
+        suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
+        if not suggestions:
+            return out
+    out.remaining = remaining
+    out.file, out.added, out.new_text, out.original = source, added, new_text, text.encode("utf-8")
+    out.key_path = [edit.section, edit.key]
+    out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
+                                            f"a/{source}", f"b/{source}"))
+    others = [t for t in (others if others is not None else newest_targets()) if t.resolved != target.resolved]
+    if others:
+        out.regressions = _regressions(ckpt, edited, others, deployment)
+    return out
+
+
+def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple[Finding, list[str]]]:
+    """The target's serious findings a skip-list addition can fix, with the entries to add; the rest
+    go to ``out.not_fixable`` with the reason."""
     suggestions: list[tuple[Finding, list[str]]] = []
-    for f in report.findings:
+    for f in findings:
         if f.target != target.id or f.consequence.value not in SERIOUS:
             continue
         if f.code == "QD401" and f.data.get("not_fixable"):
@@ -72,79 +139,272 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
         else:
             out.not_fixable.append((f, "not a skip-list problem (missing or mis-shaped tensors, or an "
                                        "unsupported target): a config change cannot fix it"))
-    if not suggestions or plan is None or plan.quant is None:
-        return out
-    source = plan.quant.source_file
-    key = plan.exclude_key or (plan.method.exclude_keys_hf_quant_config if source == "hf_quant_config.json"
-                               and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)[0]
-    text = ckpt.texts.get(source)
-    if text is None:
-        text = (Path(path) / source).read_text(encoding="utf-8")
-    # Verify against the target; findings an entry does not resolve (the release ignores the skip list
-    # for that module, e.g. a compressed-tensors FusedMoE on vLLM 0.11) become "not fixable" and their
-    # entries are dropped, then the edit is rebuilt from what works.
-    for _ in range(2):
-        additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
-        doc, new_text, added = _edit(text, source, key, additions)
-        edited = copy.copy(ckpt)
-        if source == "config.json":
-            edited.config = doc
+    return suggestions
+
+
+def _regressions(ckpt, edited, others: list[Target], deployment: Deployment) -> list[Finding]:
+    """Load errors the edit gives other targets that they did not have."""
+    before = check_loaded(ckpt, others, deployment)
+    after = check_loaded(edited, others, deployment)
+    seen = {(f.target, f.code, f.module) for f in before.findings if f.consequence.value == "load-error"}
+    return [f for f in after.findings if f.consequence.value == "load-error" and (f.target, f.code, f.module) not in seen]
+
+
+class _Edit:
+    """The skip-list addition in the form the method reads: entries appended to a list, or for GPTQ
+    ``dynamic`` (``-:`` keys of an object) ``"-:<regex>": {}`` members. An existing value of
+    another type is never replaced (``null`` counts as absent, as the frameworks read it)."""
+
+    def __init__(self, text: str, source: str, key: str, method_keys: list[str]) -> None:
+        self.text, self.source = text, source
+        self.section = "quantization_config" if source == "config.json" else "quantization"
+        self.dynamic = key in ("dynamic", "dynamic:-") and "dynamic:-" in method_keys
+        self.key = "dynamic" if self.dynamic else key
+        self.doc = json.loads(text)
+
+    def refusal(self) -> str | None:
+        section = self.doc.get(self.section) if isinstance(self.doc, dict) else None
+        if not isinstance(section, dict):
+            return f"`{self.section}` in {self.source} is not an object: ckptlint cannot add to it"
+        current = section.get(self.key)
+        want = dict if self.dynamic else list
+        if current is None or isinstance(current, want):
+            return None
+        return (f"`{self.section}.{self.key}` in {self.source} is {_kind(current)}, not {_kind(want())}: ckptlint "
+                "only adds entries and never replaces a value of another type; fix it by hand")
+
+    def apply(self, additions: list[str]) -> tuple[dict, str, list[str]]:
+        """(the edited document, its text, the entries added as they appear in the file)."""
+        doc = copy.deepcopy(self.doc)
+        section = doc[self.section]
+        if self.dynamic:
+            current = section.get(self.key) or {}
+            keys = [_dynamic_key(e) for e in additions]
+            added = [k for k in dict.fromkeys(keys) if k not in current]
+            section[self.key] = {**current, **{k: {} for k in added}}
+            items: list = [(k, "{}") for k in added]
         else:
-            edited.hf_quant_config = doc
-        after = check_loaded(edited, [target], deployment)
-        remaining = [f for f in after.findings if f.target == target.id and f.consequence.value in SERIOUS
-                     and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
-        stuck_modules = {m for f in remaining for m in (f.data.get("modules") or [f.module])}
-        stuck = [(f, e) for f, e in suggestions if stuck_modules & set(f.data.get("modules") or [f.module])]
-        if not stuck:
-            break
-        for f, _ in stuck:
-            out.not_fixable.append((f, f"no `{key}` entry makes {target.resolved} build this module unquantized "
-                                       "(it does not apply the skip list to it)"))
-        suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
-        if not suggestions:
-            return out
-    out.remaining = remaining
-    out.file, out.added, out.new_text = source, added, new_text
-    out.key_path = ["quantization_config" if source == "config.json" else "quantization", key]
-    out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
-                                            f"a/{source}", f"b/{source}"))
-    others = [t for t in (others if others is not None else newest_targets()) if t.resolved != target.resolved]
-    if others:
-        before = check_loaded(ckpt, others, deployment)
-        after_o = check_loaded(edited, others, deployment)
-        seen = {(f.target, f.code, f.module) for f in before.findings if f.consequence.value == "load-error"}
-        out.regressions = [f for f in after_o.findings if f.consequence.value == "load-error"
-                           and (f.target, f.code, f.module) not in seen]
-    return out
+            current = section.get(self.key) or []
+            added = [e for e in additions if e not in current]
+            section[self.key] = current + added
+            items = [json.dumps(e, ensure_ascii=False) for e in added]
+        new_text = jsonedit.extend(self.text, [self.section], self.key, items,
+                                   "object" if self.dynamic else "array")
+        jsonedit.check(new_text, doc)
+        return doc, new_text, added
 
 
-def _edit(text: str, source: str, key: str, additions: list[str]) -> tuple[dict, str, list[str]]:
-    """Append ``additions`` to the skip list ``key``, keeping indentation and key order."""
-    doc = json.loads(text)
-    section = doc["quantization_config"] if source == "config.json" else doc["quantization"]
-    current = section.get(key)
-    if not isinstance(current, list):
-        current = section[key] = []
-    added = [e for e in additions if e not in current]
-    current.extend(added)
-    new_text = json.dumps(doc, indent=_indent_of(text), ensure_ascii=False)
-    if text.endswith("\n"):
-        new_text += "\n"
-    return doc, new_text, added
+def _dynamic_key(entry: str) -> str:
+    # A skip-list entry as a GPTQModel negative `dynamic` rule (re.match on the module name): an exact
+    # name becomes its escaped, end-anchored regex.
+    return "-:" + (entry[3:] if entry.startswith("re:") else re.escape(entry) + "$")
 
 
-def write_fix(path: str, fix: FixPlan, backup: bool = True) -> list[str]:
-    """Apply atomically: temp file in the same directory, fsync, rename. Returns notes for the user."""
-    notes: list[str] = []
+def _kind(value: object) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), type(value).__name__)
+
+
+# --- writing ---------------------------------------------------------------------------------------
+# `fix --write` promises: the file is replaced whole or not at all; "original saved" is true; a
+# read-only file is not written unless forced; two runs at once do not lose an edit; a run killed at
+# any point leaves the file and its .orig whole, and at most a temporary file named
+# `.<file>.ckptlint-<pid>.tmp` (or `.<file>.orig.ckptlint-<pid>.tmp`), which the next `fix --write`
+# on that file removes once no process <pid> is running.
+
+LOCK_WAIT_S = 10.0
+_TEMP = re.compile(r"^\.(?P<name>.+)\.ckptlint-(?P<pid>[0-9]+)\.tmp$")
+
+
+class FixRefused(Exception):
+    """``fix --write`` will not write (read-only file, changed file, ...): a usage error (exit 2)."""
+
+
+def refuse_write_target(path: str) -> str | None:
+    """Why ``fix --write`` cannot write to ``path`` at all (checked before anything is read)."""
+    if path.startswith("hf://"):
+        return (f"fix --write edits files on disk and {path} is a Hugging Face Hub repository; run "
+                "`ckptlint fix` without --write to see the change, and apply it in a clone of the repository")
+    return None
+
+
+def write_fix(path: str, fix: FixPlan, backup: bool = True, force: bool = False) -> list[str]:
+    """Apply ``fix``: keep the original as ``<file>.orig``, then replace the file atomically. Returns
+    notes for the user; raises FixRefused (nothing written) or OSError."""
     assert fix.file is not None and fix.new_text is not None
     dest = Path(path) / fix.file
-    if backup:
-        orig = dest.with_name(dest.name + ".orig")
-        if orig.exists():
-            notes.append(f"kept the existing {orig.name} (it is the older original)")
-        else:
-            atomic_write(orig, dest.read_bytes())
-            notes.append(f"original saved as {orig.name}")
-    atomic_write(dest, fix.new_text.encode("utf-8"))
+    st = os.stat(dest)  # a symbolic link (the Hub cache layout) is replaced by the file, not followed
+    if not force and (not st.st_mode & 0o222 or not os.access(dest, os.W_OK)):
+        raise FixRefused(f"it is read-only (mode {stat.S_IMODE(st.st_mode):04o}); pass --force to write it anyway")
+    notes = [f"removed {name}, left by an interrupted ckptlint run" for name in _remove_stale_temps(dest)]
+    with _locked(dest):
+        current = dest.read_bytes()
+        if fix.original is not None and current != fix.original:
+            raise FixRefused(f"{fix.file} changed after ckptlint read it (another program or ckptlint run wrote "
+                             "it); run fix again")
+        if backup:
+            notes.append(_save_original(dest, current, st))
+        _replace(dest, fix.new_text.encode("utf-8"), st)
     return notes
+
+
+def _remove_stale_temps(dest: Path) -> list[str]:
+    removed = []
+    try:
+        names = os.listdir(dest.parent)
+    except OSError:
+        return removed
+    for name in sorted(names):
+        m = _TEMP.match(name)
+        if m is None or m["name"] not in (dest.name, dest.name + ".orig"):
+            continue
+        pid = int(m["pid"])
+        if pid != os.getpid() and _running(pid):
+            continue  # a run in progress (the lock keeps it apart from this one)
+        p = dest.parent / name
+        try:
+            if stat.S_ISREG(os.lstat(p).st_mode):
+                os.unlink(p)
+                removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # someone else's process, or unknowable: keep its file
+    return True
+
+
+@contextlib.contextmanager
+def _locked(dest: Path) -> Iterator[None]:
+    """An exclusive lock on the file being replaced, for runs of ckptlint at once (POSIX flock; a
+    file system without locks, or Windows, still gets the changed-since-read check)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    fd = os.open(dest, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise FixRefused(f"another ckptlint fix has been writing {dest.name} for "
+                                     f"{LOCK_WAIT_S:.0f} s; try again") from None
+                time.sleep(0.05)
+            except OSError:
+                break  # no locks on this file system
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _save_original(dest: Path, current: bytes, st: os.stat_result) -> str:
+    """Create ``<file>.orig`` exclusively and completely (a hard link to a finished temporary file,
+    which fails if it exists), then compare what it holds with what was read."""
+    orig = dest.with_name(dest.name + ".orig")
+    tmp = _write_temp(dest.parent, orig.name, current, st)
+    try:
+        try:
+            os.link(tmp, orig)
+            created = True
+        except FileExistsError:
+            created = False
+        except OSError:  # no hard links here: exclusive create, removed again if the write fails
+            created = _create_exclusive(orig, current, st)
+    finally:
+        _unlink(tmp)
+    try:
+        kept_st = os.lstat(orig)
+    except OSError as exc:
+        raise FixRefused(f"{orig.name} cannot be read back ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(kept_st.st_mode):
+        raise FixRefused(f"{orig.name} exists and is not a regular file; remove it or pass --no-backup")
+    kept = orig.read_bytes()
+    if created:
+        if kept != current:
+            raise FixRefused(f"{orig.name} does not hold what was read from {dest.name}; nothing was written")
+        return f"original saved as {orig.name}"
+    if kept == current:
+        return f"original already saved as {orig.name}"
+    return f"kept the existing {orig.name} (it is the older original)"
+
+
+def _create_exclusive(p: Path, data: bytes, st: os.stat_result) -> bool:
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IMODE(st.st_mode))
+    except FileExistsError:
+        return False
+    try:
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        _unlink(p)
+        raise
+    os.close(fd)
+    return True
+
+
+def _replace(dest: Path, data: bytes, st: os.stat_result) -> None:
+    tmp = _write_temp(dest.parent, dest.name, data, st)
+    try:
+        os.replace(tmp, dest)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(dest.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def _write_temp(directory: Path, name: str, data: bytes, st: os.stat_result) -> Path:
+    """A finished, fsynced file ``.<name>.ckptlint-<pid>.tmp`` in ``directory`` with the mode (and,
+    where permitted, the owner) of ``st``."""
+    tmp = directory / f".{name}.ckptlint-{os.getpid()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(tmp, flags, 0o600)
+    except FileExistsError:  # left by a killed run that had this pid
+        _unlink(tmp)
+        fd = os.open(tmp, flags, 0o600)
+    try:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, stat.S_IMODE(st.st_mode))
+        if hasattr(os, "fchown") and os.geteuid() == 0:
+            os.fchown(fd, st.st_uid, st.st_gid)
+        _write_all(fd, data)
+    except BaseException:
+        os.close(fd)
+        _unlink(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
+def _unlink(p: Path) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass

@@ -2,6 +2,8 @@
 
 Each mode transcribes one upstream matching primitive (cited in the target data that uses it).
 Entries are compiled once per list; matching a module is then one pass over the compiled list.
+Patterns the config supplies (``re:`` entries, ModelOpt globs) run through ckptlint.userregex,
+which bounds their time.
 """
 
 from __future__ import annotations
@@ -11,24 +13,21 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ckptlint.userregex import compile_user
+
 Predicate = Callable[[str], bool]
 
 
-def _glob_to_regex(entry: str) -> re.Pattern[str] | None:
+def glob_regex(entry: str) -> str:
     # ModelOpt: escape dots, '*' becomes '.*'; other regex metacharacters pass through.
-    try:
-        return re.compile(entry.replace(".", r"\.").replace("*", ".*"))
-    except re.error:
-        return None
+    return entry.replace(".", r"\.").replace("*", ".*")
 
 
 def _regex_pred(entry: str) -> Predicate | None:
-    # `re:` entries: re.match, anchored at the start only (compressed-tensors / Quark convention).
-    try:
-        rx = re.compile(entry[3:])
-    except re.error:
-        return None
-    return lambda name: rx.match(name) is not None
+    # `re:` entries: re.match, anchored at the start only (compressed-tensors / Quark convention),
+    # bounded (ckptlint.userregex).
+    rx = compile_user(entry[3:])
+    return rx.match if rx is not None else None
 
 
 def _compile_one(mode: str, entry: str) -> Predicate | None:
@@ -50,16 +49,17 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
         start, inner = entry + ".", "." + entry + "."
         return lambda name: name == entry or name.startswith(start) or inner in "." + name + "."
     if mode == "glob_component":
-        rx = _glob_to_regex(entry)
-        if rx is None:
+        glob = compile_user(glob_regex(entry), full=True)
+        if glob is None:
             return None
+        full = glob.match
 
         def pred(name: str) -> bool:
-            if rx.fullmatch(name):
+            if full(name):
                 return True
-            if name.startswith("language_model.") and rx.fullmatch(name[len("language_model."):]):
+            if name.startswith("language_model.") and full(name[len("language_model."):]):
                 return True
-            return any(rx.fullmatch(part) for part in name.split("."))
+            return any(full(part) for part in name.split("."))
 
         return pred
     if mode == "substring_or_fnmatch":

@@ -166,4 +166,10 @@ def split_flags(values: Sequence[str] | None) -> list[str] | None:
 
 
 def build(layers: Iterable[Layer], ignores: Iterable[IgnoreRule] = ()) -> Selection:
+    layers = list(layers)
+    for layer in layers:
+        # `--select ""` (an unset variable in a CI script) would switch every rule off silently.
+        if layer.select is not None and not layer.select and not layer.extend_select:
+            raise SelectorError("--select names no rule, which would switch every check off "
+                                "(name codes, prefixes or ALL)")
     return Selection(enabled=resolve_layers(layers), ignores=list(ignores))

@@ -94,7 +94,9 @@ class SharedArgs(NamedTuple):
 _SHARED: list[tuple[str, Any]] = [
     ("speculative", Annotated[Optional[bool], typer.Option(
         "--speculative/--no-speculative",
-        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one).")]),
+        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one). "
+        "Findings about the MTP layer (missing or mis-stored MTP weights, MT7xx, and the draft model's modules) exist "
+        "only with it on; --no-speculative checks the serving setup without speculative decoding.")]),
     ("platform", Annotated[Optional[Platform], typer.Option(
         "--platform", help="cuda or rocm (default: the quant format's native platform).")]),
     ("tp", Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]),
@@ -235,9 +237,12 @@ def settings(path: str | None, shared: SharedArgs):
     from ckptlint.config import ConfigError, load
 
     try:
-        return load(path, shared.config, shared.isolated)
+        cfg = load(path, shared.config, shared.isolated)
     except ConfigError as exc:
         usage_error(str(exc))
+    for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
+        typer.echo(f"ckptlint: {note}", err=True)
+    return cfg
 
 
 def validate(gpu: Optional[str], tp: int, ep: Optional[int]) -> tuple:

@@ -16,18 +16,19 @@ def fix(
     write: Annotated[bool, typer.Option("--write", help="Apply the change (atomically) instead of printing it (local checkpoints only).")] = False,
     diff: Annotated[bool, typer.Option("--diff", help="Print the change as a unified diff and write nothing (the default).")] = False,
     backup: Annotated[bool, typer.Option("--backup/--no-backup", help="Keep the original as <file>.orig.")] = True,
+    force: Annotated[bool, typer.Option("--force", help="With --write: write a file that is read-only.")] = False,
     *,
     shared: SharedArgs,
 ) -> None:
     """Print (or --write) the minimal skip-list addition that makes TARGET load the checkpoint."""
-    from ckptlint.fix import plan_fix
+    from ckptlint.fix import plan_fix, refuse_write_target
     from ckptlint.reader import NotACheckpoint
 
     if diff and write:
         usage_error("--diff prints the change and --write applies it: use one of them")
-    if write and path.startswith("hf://"):
-        usage_error(f"{path}: fix --write edits the files of a local checkpoint; for a Hub repository, print the "
-                    "diff (without --write) and apply it in a clone")
+    refusal = refuse_write_target(path) if write else None
+    if refusal:
+        usage_error(refusal)
     path = common.checkpoint_path(path)
     cfg = common.settings(path, shared)
     release = common.one_target(target, cfg, "fix")
@@ -43,18 +44,20 @@ def fix(
         # (a lone surrogate can only be in a JSON string of the new text: its escape is the same JSON)
         sys.stdout.write(surrogates_escaped(fp.diff))
         if write:
-            _write(path, fp, backup)
+            _write(path, fp, backup, force)
     elif not fp.not_fixable:
         typer.echo(f"ckptlint: nothing to fix for {release.id}", err=True)
     _explain(fp)
     raise typer.Exit(EXIT_FINDINGS if (fp.not_fixable or fp.remaining) else EXIT_OK)
 
 
-def _write(path: str, fp, backup: bool) -> None:
-    from ckptlint.fix import write_fix
+def _write(path: str, fp, backup: bool, force: bool) -> None:
+    from ckptlint.fix import FixRefused, write_fix
 
     try:
-        notes = write_fix(path, fp, backup=backup)
+        notes = write_fix(path, fp, backup=backup, force=force)
+    except FixRefused as exc:
+        usage_error(f"cannot write {fp.file} in {path}: {exc}; {fp.file} was not changed")
     except OSError as exc:
         usage_error(f"cannot write {fp.file} in {path}: {exc.strerror or exc}; {fp.file} was not changed")
     for note in notes:

@@ -74,6 +74,21 @@ class GroupErrorScheme(_Strict):
     scheme: str
 
 
+class QkvHeads(_Strict):
+    """How a QKVParallelLinear splits its heads: q heads over the TP ranks, k/v heads too when there
+    are at least as many as ranks, else every rank holds one whole k/v head (replicated)."""
+
+    modules: str  # regex on the runtime module name
+    q_shards: list[str]  # stacked shard names holding the q projection
+    kv_shards: list[str]  # ... the k and v projections
+    heads_key: str = "num_attention_heads"  # config.json keys
+    kv_heads_key: str = "num_key_value_heads"  # absent: as many as heads
+    head_dim_key: str = "head_dim"  # absent: hidden_size / num_attention_heads
+    hidden_key: str = "hidden_size"
+    heads_error: str  # what the model's attention prints when the heads do not split
+    source: str
+
+
 class FrameworkParallel(_Strict):
     verified: str
     source: str
@@ -97,6 +112,7 @@ class FrameworkParallel(_Strict):
     # the quant (method, scheme) pairs whose layers raise group_error (others divide silently)
     group_error_schemes: list[GroupErrorScheme] = Field(default_factory=list)
     group_source: str
+    qkv: QkvHeads | None = None
     kv_cache_error: str = ""
     kv_cache_source: str = ""
     oom_error: str = ""

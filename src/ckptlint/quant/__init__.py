@@ -18,6 +18,7 @@ from typing import Any
 from ckptlint.findings import Consequence, Finding
 from ckptlint.quant.lenient import REQUIRED, Invalid, Lenient
 from ckptlint.quant.schemes import SCHEMES, Scheme, scheme_fp8, scheme_from_quark_layer
+from ckptlint.userregex import UserRegex, compile_user
 
 __all__ = ["QuantConfig", "parse_quant_config", "Scheme", "SCHEMES"]
 
@@ -117,11 +118,9 @@ class CompressedTensorsConfig(QuantConfig):
         for targets, scheme in self.groups:
             for t in targets:
                 if t.startswith("re:"):
-                    try:
-                        if re.match(t[3:], name):
-                            return scheme
-                    except re.error:
-                        continue
+                    rx = compile_user(t[3:])  # bounded; None: re rejects it, the target never matches
+                    if rx is not None and rx.match(name):
+                        return scheme
                 elif t == name:
                     return scheme
         return False
@@ -147,7 +146,7 @@ class CompressedTensorsConfig(QuantConfig):
 
 @dataclass
 class GptqLikeConfig(QuantConfig):
-    positive: list[tuple[re.Pattern[str], dict[str, Any]]] = field(default_factory=list)
+    positive: list[tuple[UserRegex, dict[str, Any]]] = field(default_factory=list)  # `+:` rules, bounded
     lm_head: bool = False
 
     def scheme_for(self, module: str, kind: str, loader: str | None = None,
@@ -356,15 +355,14 @@ def _parse_gptq(qc: dict[str, Any], method: str) -> QuantConfig:
     bits = model.bits
     scheme = Scheme(f"gptq_w{bits}", "gptq", "I32", pack=32 // bits if bits in (2, 4, 8) else 1, bits=bits,
                     group=model.group_size if model.group_size > 0 else None, symmetric=model.sym,
-                    actorder=model.desc_act, description=f"GPTQ {bits}-bit, group {model.group_size}")
+                    actorder=model.desc_act and model.group_size > 0,  # desc_act without groups is a no-op
+                    description=f"GPTQ {bits}-bit, group {model.group_size}")
     positive = []
     for k, v in (model.dynamic or {}).items():
         if isinstance(k, str) and not k.startswith("-:") and isinstance(v, dict):
-            pat = k[2:] if k.startswith("+:") else k
-            try:
-                positive.append((re.compile(pat), v))
-            except re.error:
-                continue
+            rx = compile_user(k[2:] if k.startswith("+:") else k)
+            if rx is not None:
+                positive.append((rx, v))
     return GptqLikeConfig("gptq", "gptq", "config.json", qc, scheme, positive=positive, lm_head=model.lm_head)
 
 

@@ -1,8 +1,8 @@
 """Quantization schemes and the checkpoint tensors a framework expects for them.
 
 Arithmetic lives here (pack factors, scale grids); which scheme a module gets is decided by the
-quant config and the target data. Layouts follow checkpoint-formats.md §2 and the per-scheme
-parameter table of vllm-loading.md §6. ``N`` = out features, ``K`` = in features of a Linear.
+quant config and the target data. Layouts follow docs/frameworks/formats.md#quantized-tensor-layouts and the per-scheme
+parameter table of docs/frameworks/vllm.md#parameters-per-method. ``N`` = out features, ``K`` = in features of a Linear.
 """
 
 from __future__ import annotations
@@ -60,11 +60,14 @@ class Scheme:
     def with_(self, **kw: Any) -> "Scheme":
         return replace(self, **kw)
 
-    def expected(self, n: int, k: int) -> dict[str, Expect]:
-        return LAYOUTS[self.layout](self, n, k)
+    def expected(self, n: int, k: int, *more: int) -> dict[str, Expect]:
+        return LAYOUTS[self.layout](self, n, k, *more)
 
-    def logical_dims(self, stored: dict[str, tuple[str, tuple[int, ...]]]) -> tuple[int, int] | None:
-        """(N, K) from the stored weight, undoing this scheme's packing; None when unknown."""
+    def logical_dims(self, stored: dict[str, tuple[str, tuple[int, ...]]]) -> tuple[int, ...] | None:
+        """(N, K) from the stored weight, undoing this scheme's packing; None when unknown. gpt-oss
+        MXFP4 experts (one fused tensor per projection): (2 * intermediate, hidden, experts)."""
+        if self.layout == "gptoss_mxfp4":
+            return _gptoss_dims(stored)
         for suffix in ("weight", "weight_packed", "qweight"):
             if suffix in stored:
                 shape = stored[suffix][1]
@@ -125,7 +128,7 @@ def _ct_pack(s: Scheme, n: int, k: int) -> dict[str, Expect]:
     per = 32 // bits
     g = s.group if s.group and s.group > 0 else k
     # compressed-tensors >= 0.18 packs 3/5/6/7-bit values densely across int32 words; older
-    # versions put floor(32/bits) values per word (checkpoint-formats.md §2.2).
+    # versions put floor(32/bits) values per word (docs/frameworks/formats.md#compressed-tensors-int-packing).
     dense = dict(s.extra).get("dense", False)
     cols = cdiv(k * bits, 32) if dense else cdiv(k, per)
     out = {"weight_packed": Expect(("I32",), ((n, cols),)),
@@ -170,7 +173,8 @@ def _gptq(s: Scheme, n: int, k: int) -> dict[str, Expect]:
     return {"qweight": Expect(("I32",), ((k * bits // 32, n),)),
             "qzeros": Expect(("I32",), ((groups, n * bits // 32),)),
             "scales": Expect(("F16", "BF16", "F32"), ((groups, n),)),
-            "g_idx": Expect(("I32",), ((k,),), required=False)}
+            # the act-order permutation: a registered parameter, read only with desc_act (group > 0)
+            "g_idx": Expect(("I32",), ((k,),), required=s.actorder)}
 
 
 def _awq(s: Scheme, n: int, k: int) -> dict[str, Expect]:
@@ -181,10 +185,37 @@ def _awq(s: Scheme, n: int, k: int) -> dict[str, Expect]:
             "scales": Expect(("F16", "BF16", "F32"), ((cdiv(k, g), n),))}
 
 
+def _gptoss_dims(stored: dict[str, tuple[str, tuple[int, ...]]]) -> tuple[int, int, int] | None:
+    """(2I, H, E) of gpt-oss MXFP4 experts, each from the first tensor that states it (biases and
+    scales before blocks), so that one mis-shaped tensor is judged against the others."""
+    def dim(cands: list[tuple[str, int, int]]) -> int | None:
+        for suffix, axis, mult in cands:
+            shape = stored.get(suffix, (None, ()))[1]
+            if len(shape) > axis:
+                return shape[axis] * mult
+        return None
+    e = dim([("gate_up_proj_bias", 0, 1), ("down_proj_bias", 0, 1), ("gate_up_proj_scales", 0, 1),
+             ("down_proj_scales", 0, 1), ("gate_up_proj_blocks", 0, 1), ("down_proj_blocks", 0, 1)])
+    i2 = dim([("gate_up_proj_bias", 1, 1), ("gate_up_proj_scales", 1, 1), ("gate_up_proj_blocks", 1, 1)])
+    h = dim([("down_proj_bias", 1, 1), ("down_proj_scales", 1, 1), ("down_proj_blocks", 1, 1)])
+    return (i2, h, e) if i2 and h and e else None
+
+
+def _gptoss_mxfp4(s: Scheme, i2: int, h: int, e: int = 1) -> dict[str, Expect]:
+    # E8M0 exponents and packed E2M1 pairs, 32 values (16 bytes) per block; biases BF16
+    i = i2 // 2
+    return {"gate_up_proj_blocks": Expect(("U8",), ((e, i2, cdiv(h, 32), 16),)),
+            "gate_up_proj_scales": Expect(("U8",), ((e, i2, cdiv(h, 32)),), integer_coded=True),
+            "gate_up_proj_bias": Expect(("BF16",), ((e, i2),), required=False),
+            "down_proj_blocks": Expect(("U8",), ((e, h, cdiv(i, 32), 16),)),
+            "down_proj_scales": Expect(("U8",), ((e, h, cdiv(i, 32)),), integer_coded=True),
+            "down_proj_bias": Expect(("BF16",), ((e, h),), required=False)}
+
+
 LAYOUTS = {
     "fp8_tensor": _fp8_tensor, "fp8_channel": _fp8_channel, "fp8_block": _fp8_block, "mx": _mx,
     "nvfp4": _nvfp4, "ct_pack": _ct_pack, "ct_float": _ct_float, "ct_nvfp4": _ct_nvfp4,
-    "ct_mxfp4": _ct_mxfp4, "gptq": _gptq, "awq": _awq, "gptoss_mxfp4": lambda s, n, k: {},
+    "ct_mxfp4": _ct_mxfp4, "gptq": _gptq, "awq": _awq, "gptoss_mxfp4": _gptoss_mxfp4,
 }
 
 SCHEMES: dict[str, Scheme] = {

@@ -1,7 +1,7 @@
 """Read and validate one safetensors header without touching tensor data.
 
 Layout: 8-byte little-endian u64 ``N``, then ``N`` bytes of UTF-8 JSON, then the data buffer.
-Validation follows what the reference reader checks (checkpoint-formats.md §1.3), but every
+Validation follows what the reference reader checks (docs/frameworks/formats.md#reader-validation), but every
 problem is reported instead of only the first one, and things the reference reader tolerates
 but the format text forbids (extra keys in an entry, values over 48 bits, a header that does not
 start with ``{``) are reported as hygiene.

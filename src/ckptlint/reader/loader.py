@@ -35,12 +35,9 @@ from ckptlint.findings import Consequence, Finding
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.jsonfiles import JsonRead, jtype
+from ckptlint.reader.names import CONFIG_NAME, HF_SCHEME, INDEX_NAME, QUANT_CONFIG_NAME
 from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, shard_files, take_early
 
-INDEX_NAME = "model.safetensors.index.json"
-CONFIG_NAME = "config.json"
-QUANT_CONFIG_NAME = "hf_quant_config.json"
-HF_SCHEME = "hf://"
 OTHER_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".npz")
 LOAD = Consequence.LOAD_ERROR
 HYGIENE = Consequence.HYGIENE

@@ -1,258 +1,148 @@
 """Read a checkpoint straight from a Hugging Face repository: ``hf://ORG/REPO[@REVISION]``.
 
-Only the standard library is used (``urllib``), so ``huggingface_hub`` is never needed. What is
-fetched, from ``{endpoint}/{repo}/resolve/{revision}/{file}``:
+Only the standard library is used (:mod:`ckptlint.reader.hubhttp`), so ``huggingface_hub`` is
+never needed. What is fetched, from ``{endpoint}/{repo}/resolve/{revision}/{file}``:
 
 * the file list, from ``{endpoint}/api/models/{repo}/revision/{revision}`` (its ``sha`` pins
   every later request to one commit). A server without that API (a mirror) is probed instead:
   ``config.json``, ``hf_quant_config.json`` and ``model.safetensors.index.json`` are fetched,
   and ``model.safetensors`` is looked for only when there is no index; a shard the index names
   is then found missing when fetching it answers 404;
-* the JSON side files, whole (at most 256 MB);
-* per shard, ``Range: bytes=0-99999`` (the size comes from ``Content-Range: bytes a-b/SIZE``),
-  then one more range for the rest of the header when it is longer. Never the tensor data: a
-  server that ignores ``Range`` (200 instead of 206) is read only as far as needed, then the
-  connection is closed.
+* the JSON side files, whole (at most 256 MB), all at once;
+* per shard, one range that should hold the whole header: sized from the tensor names the index
+  gives for that shard and the bytes per tensor entry the shards read so far used
+  (:class:`_Sizer`); without an index, 100,000 bytes first. The size comes from ``Content-Range:
+  bytes a-b/SIZE``. When the header is longer, one more range for the rest, asked straight from
+  where the first was redirected to. Never more than the header and that one range: a server
+  that ignores ``Range`` (200 instead of 206) is read only as far as needed, then the connection
+  is closed.
 
-Redirects are followed (the Hub sends large files to a CDN); ``Authorization: Bearer
-$HF_TOKEN`` is sent to the endpoint and dropped on a redirect to another origin. Requests time
-out (``HF_HUB_DOWNLOAD_TIMEOUT``, default 10 s) and are retried with backoff on 429, 5xx and
-connection errors. Shards are read concurrently (8 threads).
+Shards are read ``WORKERS`` at a time. In ``ckptlint check`` everything starts in the background
+(:meth:`HubRepo.start`) while the command sets itself up: the listing, then the JSON files, then
+the shards as soon as the index (which sizes their first range) has arrived.
 
 A repository that cannot be reached at all (offline mode, unknown repository or revision,
-access denied, no network) raises :class:`RemoteUnavailable` (exit 2). Problems with one file
-become the same findings a local read gives (a shard the index names that is not there: IX204;
-a shard shorter than its header says: SF113; ...); HTTP errors on a shard are SF117 findings
-whose message says what the server answered.
+access denied, no network) or settings that cannot work (a malformed ``HF_ENDPOINT`` or
+``HF_HUB_DOWNLOAD_TIMEOUT``, a token that cannot be sent) raise :class:`RemoteUnavailable`
+(exit 2). Problems with one file become the same findings a local read gives (a shard the index
+names that is not there: IX204; a shard shorter than its header says: SF113; ...); HTTP errors on
+a shard are SF117 findings whose message says what the server answered.
 """
 
 from __future__ import annotations
 
-import http
-import http.client
 import json
-import os
 import re
-import socket
 import threading
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor
 from email.message import Message
 
 from ckptlint.reader import codes as C
 from ckptlint.reader.header import ShardInfo, ShardRead, _f, read_header
+from ckptlint.reader import hubsettings
+from ckptlint.reader.hubhttp import ATTEMPTS, HttpClient, RemoteError, Reply, clean, error_reason
+from ckptlint.reader.hubsettings import DEFAULT_REVISION, RemoteUnavailable, offline, parse_hf_url
 from ckptlint.reader.jsonfiles import JsonRead, parse_json_bytes
-from ckptlint.reader.source import NotACheckpoint, Source
+from ckptlint.reader.names import CONFIG_NAME, INDEX_NAME, QUANT_CONFIG_NAME
+from ckptlint.reader.source import Source, shard_files
 
-HF_SCHEME = "hf://"
-DEFAULT_ENDPOINT = "https://huggingface.co"
-DEFAULT_REVISION = "main"
-FIRST_RANGE = 100_000  # bytes asked for first (huggingface_hub asks for the same)
+__all__ = ["ATTEMPTS", "FIRST_RANGE", "HubRepo", "RemoteError", "RemoteUnavailable", "parse_hf_url"]
+
+FIRST_RANGE = 100_000  # bytes asked for first when nothing says how long the header is
 MAX_JSON = 256 * 1024 * 1024
-WORKERS = 8
-ATTEMPTS = 4  # per request: 1 + 3 retries
-BACKOFF = 0.5  # seconds, doubled per retry (tests lower it)
-MAX_BACKOFF = 10.0
-RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
-_TRUE = {"1", "on", "yes", "true"}
-_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+WORKERS = 16
+SIDE_FILES = (INDEX_NAME, CONFIG_NAME, QUANT_CONFIG_NAME)  # the index first: it sizes the shard reads
 _CONTENT_RANGE = re.compile(r"^\s*bytes\s+(\d+)-(\d+)/(\d+|\*)\s*$")
 _UNSATISFIED = re.compile(r"^\s*bytes\s+\*/(\d+)\s*$")
 
 
-class RemoteUnavailable(NotACheckpoint):
-    """The repository cannot be read at all (offline, not found, access denied, unreachable)."""
+# ---------------------------------------------------------------------------------- sizing
 
 
-class RemoteError(OSError):
-    """One request failed; ``why`` is the one-line reason used in findings."""
+class _Sizer:
+    """How many bytes to ask for first, per shard: ideally the whole header and no more.
 
-    def __init__(self, why: str, status: int | None = None, headers: Message | None = None,
-                 retryable: bool = False) -> None:
-        super().__init__(why)
-        self.why = why
-        self.status = status
-        self.headers = headers
-        self.retryable = retryable
-        self.error_text = why
+    With an index, a shard's header holds, per tensor the index gives it, the name in quotes
+    and an entry of a fairly constant size (``{"dtype":..,"shape":[..],"data_offsets":[..]}``);
+    that entry size is learned from the shards already read (5% over the largest seen, which is
+    bounded by twice the median: shards hold different mixes of tensors), and guessed
+    (``ENTRY_GUESS``) until one is. Without an index: the largest header seen, else
+    ``FIRST_RANGE``. Too small costs one more request; too large, bytes past the header."""
 
+    ENTRY_GUESS = 80
+    MIN, MAX = 1024, 8 * 1024 * 1024
 
-def offline() -> bool:
-    return any(os.environ.get(k, "").strip().lower() in _TRUE for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._per_shard: dict[str, tuple[int, int]] = {}  # shard -> (tensors, bytes of quoted names)
+        self._entry: list[float] = []
+        self._headers: list[int] = []
 
+    def use_index(self, obj: object) -> None:
+        wm = obj.get("weight_map") if isinstance(obj, dict) else None
+        if not isinstance(wm, dict):
+            return
+        by: dict[str, list[str]] = {}
+        for t, s in wm.items():
+            if isinstance(s, str) and isinstance(t, str):
+                by.setdefault(s, []).append(t)
+        per = {}
+        for s, ts in by.items():
+            b = sum(map(len, ts)) if "".join(ts).isascii() else sum(len(t.encode("utf-8", "replace")) for t in ts)
+            per[s] = (len(ts), b + 2 * len(ts))
+        with self._lock:
+            self._per_shard = per
 
-def parse_hf_url(url: str) -> tuple[str, str | None]:
-    """``hf://ORG/REPO[@REVISION]`` -> (``ORG/REPO``, revision or None)."""
-    rest = url[len(HF_SCHEME):] if url.startswith(HF_SCHEME) else url
-    repo, at, rev = rest.partition("@")
-    repo = repo.strip("/")
-    parts = repo.split("/")
-    if not 1 <= len(parts) <= 2 or not all(_SEGMENT.match(p) and ".." not in p for p in parts):
-        raise RemoteUnavailable(f"{url}: not a Hugging Face model repository: expected hf://ORG/REPO[@REVISION]")
-    if at and (not rev or rev.startswith("/") or ".." in rev.split("/") or any(c in rev for c in "\0\\?#")):
-        raise RemoteUnavailable(f"{url}: bad revision {rev!r} (a branch, tag or commit id)")
-    return repo, (rev or None)
+    def first_range(self, name: str) -> int:
+        with self._lock:
+            known = self._per_shard.get(name)
+            if known is not None:
+                n, names = known
+                if self._entry:  # shards hold different mixes of tensors: 5% more than the largest seen
+                    entry = min(max(self._entry), 2 * sorted(self._entry)[len(self._entry) // 2]) * 1.05 + 2
+                    want = names + n * entry + 128
+                else:
+                    want = (names + n * self.ENTRY_GUESS) * 1.02 + 256
+            elif self._headers:
+                want = max(self._headers) * 1.05 + 128
+            else:
+                want = FIRST_RANGE
+        return int(min(self.MAX, max(self.MIN, want)))
 
-
-def _token() -> str | None:
-    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
-        v = os.environ.get(k, "").strip()
-        if v:
-            return v
-    return None
-
-
-def _origin(url: str) -> tuple[str, str, int | None]:
-    u = urllib.parse.urlsplit(url)
-    port = u.port or (443 if u.scheme == "https" else 80 if u.scheme == "http" else None)
-    return (u.scheme.lower(), (u.hostname or "").lower(), port)
-
-
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Follow redirects; keep ``Authorization`` only while the origin stays the same."""
-
-    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
-        new = super().redirect_request(req, fp, code, msg, headers, newurl)
-        if new is not None:
-            auth = req.get_header("Authorization")
-            if auth and _origin(new.full_url) == _origin(req.full_url):
-                new.add_unredirected_header("Authorization", auth)
-        return new
-
-
-@dataclass
-class _Reply:
-    status: int
-    headers: Message
-    body: bytes
+    def observe(self, name: str, header_total: int) -> None:
+        """``header_total``: 8 + the header length of a shard read cleanly."""
+        with self._lock:
+            self._headers.append(header_total)
+            known = self._per_shard.get(name)
+            if known is not None and known[0]:
+                self._entry.append((header_total - known[1]) / known[0])
 
 
-class HubClient:
-    """HTTP GETs with timeouts, retries and token handling (thread safe)."""
-
-    def __init__(self, endpoint: str, token: str | None, timeout: float) -> None:
-        self.endpoint = endpoint
-        self.token = token
-        self.timeout = timeout
-        self._opener = urllib.request.build_opener(_Redirects())
-        from ckptlint import __version__
-
-        self._ua = f"ckptlint/{__version__}; python-urllib"
-
-    def get(self, url: str, *, start: int | None = None, end: int | None = None, limit: int) -> _Reply:
-        """GET ``url`` (bytes ``start..end`` inclusive when given), reading at most ``limit``
-        body bytes; retries on 429/5xx/connection errors. Raises :class:`RemoteError`."""
-        last: RemoteError | None = None
-        for attempt in range(ATTEMPTS):
-            if attempt:
-                delay = min(MAX_BACKOFF, BACKOFF * 2 ** (attempt - 1))
-                ra = last.headers.get("Retry-After") if last is not None and last.headers is not None else None
-                if ra and ra.strip().isascii() and ra.strip().isdigit():
-                    delay = min(MAX_BACKOFF, max(delay, float(ra.strip())))
-                time.sleep(delay)
-            try:
-                return self._get_once(url, start, end, limit)
-            except RemoteError as e:
-                if not e.retryable:
-                    raise
-                last = e
-        assert last is not None
-        raise RemoteError(f"{last.why} (gave up after {ATTEMPTS} attempts)", last.status, last.headers)
-
-    def _get_once(self, url: str, start: int | None, end: int | None, limit: int) -> _Reply:
-        req = urllib.request.Request(url, headers={"User-Agent": self._ua, "Accept-Encoding": "identity"})
-        if start is not None:
-            req.add_header("Range", f"bytes={start}-{end}")
-        if self.token and _origin(url) == _origin(self.endpoint):
-            req.add_unredirected_header("Authorization", f"Bearer {self.token}")
-        try:
-            resp = self._opener.open(req, timeout=self.timeout)
-        except urllib.error.HTTPError as e:
-            status, headers = e.code, e.headers
-            try:
-                e.close()
-            except Exception:  # noqa: BLE001 - closing a failed response
-                pass
-            reason = _error_reason(headers)
-            raise RemoteError(f"HTTP {status} {_status_text(status)}{reason}", status, headers,
-                              retryable=status in RETRY_STATUS) from None
-        except urllib.error.URLError as e:
-            raise RemoteError(f"cannot connect to {_host(url)}: {_reason(e.reason)}", retryable=True) from None
-        except (TimeoutError, socket.timeout):
-            raise RemoteError(f"no answer from {_host(url)} within {self.timeout:g} s", retryable=True) from None
-        except (http.client.HTTPException, ConnectionError, OSError) as e:
-            raise RemoteError(f"connection to {_host(url)} failed: {_reason(e)}", retryable=True) from None
-        try:
-            status = resp.status
-            body = self._read(resp, limit, url)
-            return _Reply(status, resp.headers, body)
-        finally:
-            resp.close()  # stop here even if the server sends more (200 instead of 206)
-
-    def _read(self, resp: http.client.HTTPResponse, limit: int, url: str) -> bytes:
-        chunks: list[bytes] = []
-        left = limit
-        try:
-            while left > 0:
-                b = resp.read(min(left, 1 << 20))
-                if not b:
-                    break
-                chunks.append(b)
-                left -= len(b)
-        except http.client.IncompleteRead as e:
-            raise RemoteError(f"the response from {_host(url)} ended early ({len(e.partial)} more bytes "
-                              "received, more expected)", retryable=True) from None
-        except (TimeoutError, socket.timeout):
-            raise RemoteError(f"{_host(url)} stopped sending within {self.timeout:g} s", retryable=True) from None
-        except (http.client.HTTPException, ConnectionError, OSError) as e:
-            raise RemoteError(f"connection to {_host(url)} failed while reading: {_reason(e)}",
-                              retryable=True) from None
-        body = b"".join(chunks)
-        length = resp.headers.get("Content-Length")
-        if length and length.strip().isascii() and length.strip().isdigit() and len(body) < min(limit, int(length)):
-            raise RemoteError(f"the response from {_host(url)} ended after {len(body):,} of {int(length):,} bytes",
-                              retryable=True)
-        return body
-
-
-def _host(url: str) -> str:
-    return urllib.parse.urlsplit(url).netloc or url
-
-
-def _reason(r: object) -> str:
-    if isinstance(r, OSError) and r.strerror:
-        return r.strerror
-    return str(r) or type(r).__name__
-
-
-def _status_text(status: int) -> str:
-    try:
-        return http.HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
-def _error_reason(headers: Message | None) -> str:
-    if headers is None:
-        return ""
-    code = headers.get("X-Error-Code")
-    msg = headers.get("X-Error-Message")
-    parts = [p for p in (code, msg) if p]
-    return f" ({': '.join(parts)})" if parts else ""
+# ---------------------------------------------------------------------------------- one file
 
 
 class _RemoteBlob:
     """A remote file as a :class:`~ckptlint.reader.header.ByteSource`: the bytes of the first
-    range are kept, later reads fetch only what is missing."""
+    range are kept, later reads fetch only what is missing, from where the first read was
+    redirected to (then from the repository URL again if that fails)."""
 
-    def __init__(self, client: HubClient, url: str, size: int, prefix: bytes, received: int) -> None:
+    def __init__(self, client: HttpClient, url: str, size: int, prefix: bytes, received: int,
+                 direct: str | None = None) -> None:
         self.client, self.url, self.size = client, url, size
+        self.direct = direct if direct and direct != url else None
         self.buf = prefix  # bytes [0, len(buf)) of the file
         self.bytes_read = received
+
+    def _get(self, start: int, end: int) -> Reply:
+        if self.direct is not None:
+            try:
+                return self.client.get(self.direct, start=start, end=end, limit=end + 1)
+            except RemoteError as e:
+                if e.status is None or e.status >= 500 or e.status == 416:
+                    raise
+                self.direct = None  # e.g. a signed CDN URL that expired: ask the Hub again
+        return self.client.get(self.url, start=start, end=end, limit=end + 1)
 
     def read(self, offset: int, length: int) -> bytes:
         want_end = min(offset + length, self.size)
@@ -260,10 +150,10 @@ class _RemoteBlob:
             if want_end <= len(self.buf):
                 return self.buf[offset:want_end]
             start = len(self.buf)
-            r = self.client.get(self.url, start=start, end=want_end - 1, limit=want_end)
+            r = self._get(start, want_end - 1)
             self.bytes_read += len(r.body)
             if r.status == 206:
-                first, last, _total = _content_range(r, self.url, start)
+                first, last, _total = _content_range(r, start)
                 got = r.body[: last - first + 1]
             else:  # the server ignored Range: the body starts at byte 0
                 got = r.body[start:want_end]
@@ -275,19 +165,22 @@ class _RemoteBlob:
         return self.buf[offset:want_end]  # pragma: no cover - loop returns first
 
 
-def _content_range(r: _Reply, url: str, start: int) -> tuple[int, int, int]:
+def _content_range(r: Reply, start: int) -> tuple[int, int, int]:
     cr = r.headers.get("Content-Range")
     m = _CONTENT_RANGE.match(cr or "")
     if m is None or m.group(3) == "*":
-        got = f"{cr!r}" if cr else "none"
+        got = f"{clean(cr, 80)!r}" if cr else "none"
         raise RemoteError(f"the server answered a range request (HTTP 206) without a usable Content-Range "
                           f"header (got {got}), so the file size is unknown")
     first, last, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
     if first != start or last < first or last >= total:
-        raise RemoteError(f"the server answered bytes={start}-... with the wrong range (Content-Range: {cr})")
+        raise RemoteError(f"the server answered bytes={start}-... with the wrong range (Content-Range: {clean(cr, 80)})")
     if len(r.body) < last - first + 1:
-        raise RemoteError(f"the server sent {len(r.body):,} bytes for Content-Range {cr}")
+        raise RemoteError(f"the server sent {len(r.body):,} bytes for Content-Range {clean(cr, 80)}")
     return first, last, total
+
+
+# ---------------------------------------------------------------------------------- the repository
 
 
 class HubRepo(Source):
@@ -296,29 +189,92 @@ class HubRepo(Source):
     progress_min_shards = 1  # a remote check shows progress for any number of shards
 
     def __init__(self, url: str, *, endpoint: str | None = None, progress: bool = False) -> None:
+        self.repo_id, rev = parse_hf_url(url)
         self.root = url
         self.progress = progress
-        self.repo_id, rev = parse_hf_url(url)
         self.revision = rev or DEFAULT_REVISION
-        ep = (endpoint or os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).strip().rstrip("/")
-        if urllib.parse.urlsplit(ep).scheme not in ("http", "https") or not urllib.parse.urlsplit(ep).netloc:
-            raise RemoteUnavailable(f"{url}: endpoint {ep!r} is not an http(s) URL (--endpoint / HF_ENDPOINT)")
-        self.endpoint = ep
-        try:
-            timeout = float(os.environ.get("HF_HUB_DOWNLOAD_TIMEOUT") or 10)
-        except ValueError:
-            timeout = 10.0
-        self.client = HubClient(ep, _token(), timeout)
+        self.endpoint = hubsettings.endpoint(endpoint)
+        self.client = HttpClient(self.endpoint, hubsettings.token(), hubsettings.timeout())
         self._names: set[str] | None = None
         self._json: dict[str, JsonRead] = {}
         self._commit: str | None = None
         self._lock = threading.Lock()
         self._probed: ShardRead | None = None
+        self._sizer = _Sizer()
+        self._pool: ThreadPoolExecutor | None = None
+        self._boot: Future | None = None
+        self._json_jobs: dict[str, Future] = {}
+        self._seen: dict[str, str] = {}  # JSON file -> the commit its answer named
+        self._shard_jobs: dict[str, Future] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------------ background work
+
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="ckptlint-hub")
+            return self._pool
+
+    def start(self) -> None:
+        """List the repository, then fetch its JSON files and shard headers, in the background."""
+        if self._boot is None and not offline():
+            self._boot = self._executor().submit(self._bootstrap)
+
+    def _bootstrap(self) -> set[str]:
+        # The JSON files are asked for by revision at once, alongside the listing (a round trip
+        # saved); one whose answer names another commit than the listing is fetched again, pinned.
+        ex = self._executor()
+        with self._lock:
+            for n in SIDE_FILES:
+                self._json_jobs[n] = ex.submit(self._fetch_json, n, self.revision)
+        names = self._list_or_probe()
+        if self.complete:  # the listing is authoritative: every shard file is read, whatever the index says
+            self._submit_shards(shard_files(names))
+        for n in SIDE_FILES:
+            if n in names and self._commit is not None and self._seen.get(n) != self._commit:
+                got = self._json_jobs[n].result()  # (a failure, retried already, stays one)
+                if not isinstance(got, RemoteError) and self._seen.get(n) != self._commit:
+                    self._json_jobs[n] = ex.submit(self._fetch_json, n)
+        return names
+
+    def _fetch_side_files(self, names: set[str]) -> None:
+        """Start fetching the JSON files the listing names (the index first: it sizes the shard reads)."""
+        ex = self._executor()
+        with self._lock:
+            for n in SIDE_FILES:
+                if n in names and n not in self._json and n not in self._json_jobs:
+                    self._json_jobs[n] = ex.submit(self._fetch_json, n)
+
+    def prefetch(self, names: list[str], share: float | None = None) -> None:
+        if self._names is not None:
+            self._fetch_side_files(self._names)
+        self._submit_shards(names)
+
+    def _submit_shards(self, names: list[str]) -> None:
+        ex = self._executor()
+        with self._lock:
+            for n in names:
+                if n not in self._shard_jobs:
+                    self._shard_jobs[n] = ex.submit(self._read_sized, n)
+
+    def _map(self, fn, names: list[str]):
+        self.prefetch(names)
+        for n in names:
+            yield self._shard_jobs[n].result()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        self.client.close()
 
     # ------------------------------------------------------------------ URLs
 
-    def _url(self, name: str) -> str:
-        rev = self._commit or self.revision
+    def _url(self, name: str, revision: str | None = None) -> str:
+        rev = revision or self._commit or self.revision
         return (f"{self.endpoint}/{urllib.parse.quote(self.repo_id, safe='/')}/resolve/"
                 f"{urllib.parse.quote(rev, safe='')}/{urllib.parse.quote(name, safe='/')}")
 
@@ -332,14 +288,14 @@ class HubRepo(Source):
     def _fatal(self, e: RemoteError, what: str) -> RemoteUnavailable:
         """The error that makes the whole repository unreadable, as a usage error."""
         code = e.headers.get("X-Error-Code") if e.headers is not None else None
-        where = f"{self.root} ({self.endpoint})"
+        where = f"{self.root} ({self.client.redact(self.endpoint)})"
         if code == "RevisionNotFound":
-            return RemoteUnavailable(f"{where}: revision {self.revision!r} not found")
+            return RemoteUnavailable(f"{where}: revision {clean(self.revision, 80)!r} not found")
         if code == "RepoNotFound":
             return RemoteUnavailable(f"{where}: repository {self.repo_id!r} not found "
                                      "(or private: set HF_TOKEN to a token that can read it)")
         if e.status in (401, 403):
-            return RemoteUnavailable(f"{where}: {_access_text(e, bool(self.client.token))}")
+            return RemoteUnavailable(f"{where}: {self._access_text(e)}")
         if e.status == 404:
             return RemoteUnavailable(f"{where}: {what}: HTTP 404 Not Found")
         return RemoteUnavailable(f"{where}: {what}: {e.why}")
@@ -347,8 +303,14 @@ class HubRepo(Source):
     # ------------------------------------------------------------------ Source
 
     def names(self) -> set[str]:
-        if self._names is not None:
-            return self._names
+        if self._names is None:
+            if self._boot is not None:
+                self._names = self._boot.result()
+            else:
+                self._names = self._list_or_probe()
+        return self._names
+
+    def _list_or_probe(self) -> set[str]:
         if offline():
             raise RemoteUnavailable(
                 f"{self.root}: remote checks need the network, but offline mode is on (HF_HUB_OFFLINE=1); "
@@ -357,7 +319,6 @@ class HubRepo(Source):
         if names is None:
             names = self._probe()
             self.complete = False
-        self._names = names
         return names
 
     def _list(self) -> set[str] | None:
@@ -382,11 +343,10 @@ class HubRepo(Source):
         return {n for n in names if "/" not in n}
 
     def _probe(self) -> set[str]:
-        from ckptlint.reader.loader import CONFIG_NAME, INDEX_NAME, QUANT_CONFIG_NAME
-
         wanted = [CONFIG_NAME, QUANT_CONFIG_NAME, INDEX_NAME]
-        with ThreadPoolExecutor(max_workers=3) as ex:
-            got = dict(zip(wanted, ex.map(self._fetch_json, wanted)))
+        ex = self._executor()
+        jobs = [self._json_jobs.get(n) or ex.submit(self._fetch_json, n) for n in wanted]
+        got = dict(zip(wanted, [f.result() for f in jobs]))
         names = set()
         for name, res in got.items():
             if isinstance(res, RemoteError):
@@ -406,37 +366,51 @@ class HubRepo(Source):
                 self._probed = probe
         return names
 
-    def _fetch_json(self, name: str) -> JsonRead | RemoteError:
+    def _fetch_json(self, name: str, revision: str | None = None) -> JsonRead | RemoteError:
+        """Fetch and parse a JSON file, at the pinned commit (or at ``revision``)."""
         try:
-            r = self.client.get(self._url(name), limit=MAX_JSON + 1)
+            r = self.client.get(self._url(name, revision), limit=MAX_JSON + 1)
         except RemoteError as e:
             return e
         self._pin(r.headers)
+        self._seen[name] = (r.headers.get("X-Repo-Commit") or "").strip()
         if len(r.body) > MAX_JSON:
             return JsonRead(error=f"is larger than {MAX_JSON // 2**20} MB; not read", unreadable=True)
-        return parse_json_bytes(r.body)
+        res = parse_json_bytes(r.body)
+        if name == INDEX_NAME and res.error is None:
+            self._sizer.use_index(res.obj)
+        return res
 
     def read_json(self, name: str) -> JsonRead:
         if name in self._json:
             return self._json[name]
-        res = self._fetch_json(name)
+        job = self._json_jobs.get(name)
+        res = job.result() if job is not None else self._fetch_json(name)
         if isinstance(res, RemoteError):
             if res.status in (401, 403):
-                return JsonRead(error=f"cannot be read: {_access_text(res, bool(self.client.token))}", unreadable=True)
+                return JsonRead(error=f"cannot be read: {self._access_text(res)}", unreadable=True)
             return JsonRead(error=f"cannot be read ({res.why})", unreadable=True)
         self._json[name] = res
         return res
 
-    def _map(self, fn, names: list[str]):
-        with ThreadPoolExecutor(max_workers=max(1, min(WORKERS, len(names)))) as ex:
-            yield from ex.map(fn, names)
+    def _read_sized(self, name: str) -> ShardRead:
+        """Read one shard's header, its first range sized once the index (if it is coming) is here."""
+        job = self._json_jobs.get(INDEX_NAME)
+        if job is not None:
+            job.result()
+        if self._closed:
+            return self._failed(name, RemoteError("not read: the check was stopped"))
+        res = self.read_one(name, self._sizer.first_range(name))
+        if not res.fatal and res.info.header_len:
+            self._sizer.observe(name, 8 + res.info.header_len)
+        return res
 
-    def read_one(self, name: str) -> ShardRead:
+    def read_one(self, name: str, first: int = FIRST_RANGE) -> ShardRead:
         if self._probed is not None and name == "model.safetensors":
             return self._probed
         url = self._url(name)
         try:
-            r = self.client.get(url, start=0, end=FIRST_RANGE - 1, limit=FIRST_RANGE)
+            r = self.client.get(url, start=0, end=first - 1, limit=first)
         except RemoteError as e:
             if e.status == 416:  # empty file: "Content-Range: bytes */0"
                 m = _UNSATISFIED.match(e.headers.get("Content-Range") or "") if e.headers is not None else None
@@ -446,13 +420,13 @@ class HubRepo(Source):
         self._pin(r.headers)
         try:
             if r.status == 206:
-                first, last, size = _content_range(r, url, 0)
+                first_byte, last, size = _content_range(r, 0)
                 prefix = r.body[: last + 1]
             else:  # 200: the server ignored Range; only the first bytes of the body were read
                 length = r.headers.get("Content-Length")
                 if length and length.strip().isascii() and length.strip().isdigit():
                     size = int(length)
-                elif len(r.body) < FIRST_RANGE:
+                elif len(r.body) < first:
                     size = len(r.body)
                 else:
                     raise RemoteError("the server ignored the Range request (HTTP 200) and sent no Content-Length, "
@@ -460,11 +434,12 @@ class HubRepo(Source):
                 prefix = r.body
         except RemoteError as e:
             return self._failed(name, e, received=len(r.body))
-        return read_header(name, _RemoteBlob(self.client, url, size, prefix, len(r.body)))
+        direct = r.url if r.status == 206 else None
+        return read_header(name, _RemoteBlob(self.client, url, size, prefix, len(r.body), direct))
 
     def _failed(self, name: str, e: RemoteError, received: int = 0) -> ShardRead:
         if e.status in (401, 403):
-            why = f"cannot be fetched: {_access_text(e, bool(self.client.token))}"
+            why = f"cannot be fetched: {self._access_text(e)}"
         elif e.status == 404:
             why = "cannot be fetched: HTTP 404 Not Found (no such file in the repository)"
         else:
@@ -476,12 +451,14 @@ class HubRepo(Source):
         return res
 
 
-def _access_text(e: RemoteError, token_sent: bool) -> str:
-    gated = (e.headers.get("X-Error-Code") == "GatedRepo") if e.headers is not None else False
-    detail = _error_reason(e.headers)
-    what = "a gated repository" if gated else "a gated or private repository"
-    if token_sent:
-        return (f"access denied (HTTP {e.status}{detail}): {what}, and the token in HF_TOKEN does not give access "
-                "(accept the model's terms on its Hub page, or use a token with read access)")
-    return (f"access denied (HTTP {e.status}{detail}): {what}; set HF_TOKEN to a Hugging Face token with read "
-            "access (after accepting the model's terms on its Hub page)")
+    def _access_text(self, e: RemoteError) -> str:
+        gated = (e.headers.get("X-Error-Code") == "GatedRepo") if e.headers is not None else False
+        detail = self.client.redact(error_reason(e.headers))
+        what = "a gated repository" if gated else "a gated or private repository"
+        if self.client.token:
+            return (f"access denied (HTTP {e.status}{detail}): {what}, and the token in HF_TOKEN does not give "
+                    "access (accept the model's terms on its Hub page, or use a token with read access)")
+        return (f"access denied (HTTP {e.status}{detail}): {what}; set HF_TOKEN to a Hugging Face token with read "
+                "access (after accepting the model's terms on its Hub page)")
+
+

@@ -33,11 +33,13 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
               "not_simulated": plan.not_simulated, "whole_draft_excluded": plan.whole_draft_excluded}
     if json_out:
         extra = {"dropped": [{"tensor": k, "why": v} for k, v in list(plan.dropped.items())[:1000]],
-                 "draft_skip_list": plan.exclude_draft[:5000] if plan.draft else None}
+                 "draft_skip_list": plan.exclude_draft[:5000] if plan.draft else None,
+                 "skip_entries": [e._asdict() for e in plan.skip_entries[:5000]]}
         return json.dumps({**header, "modules": rows, **extra}, indent=2) + "\n"
     out = [f"{k}: {v}" for k, v in header.items() if v not in (None, [], False)]
     if plan.unsupported:
         return _text(out)
+    out += _skip_entries(plan)
     out.append("")
     w = max((len(r["module"]) for r in rows), default=10)
     for r in rows:
@@ -49,6 +51,35 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         for k, v in list(plan.dropped.items())[:5]:
             out.append(f"  {k}: {v}")
     return _text(out)
+
+
+_LIST_NAMES = {"main": "skip list", "draft": "draft skip list", "include": "quantized-module list"}
+
+
+def _skip_entries(plan: Plan, limit: int = 40) -> list[str]:
+    """Where each entry of the lists the target tests modules against comes from: the config as
+    written, a framework rewrite (name mapper, `model.` variant, a draft's copy), or inference from
+    the checkpoint's tensors."""
+    out: list[str] = []
+    for applies_to, title in _LIST_NAMES.items():
+        entries = [e for e in plan.skip_entries if e.applies_to == applies_to]
+        if not entries:
+            continue
+        counts: dict[str, int] = {}
+        for e in entries:
+            counts[e.origin] = counts.get(e.origin, 0) + 1
+        out.append(f"{title}: {len(entries)} entries (" + ", ".join(f"{n} {o}" for o, n in counts.items()) + ")")
+        sources = {}
+        for e in entries:
+            sources.setdefault((e.origin, e.source), []).append(e)
+        for (origin, source), group in sources.items():
+            out.append(f"  {origin}: {source}")
+            shown = 5 if origin == "config" else limit  # the config's own entries: `--format json` lists them
+            for e in group[:shown]:
+                out.append(f"    {e.text}" + (f"  <- `{e.original}`" if e.original and e.original != e.text else ""))
+            if len(group) > shown:
+                out.append(f"    ... and {len(group) - shown} more")
+    return out
 
 
 def _text(lines: list[str]) -> str:

@@ -17,7 +17,7 @@ One run. ``tool.driver.rules`` lists every registered rule (id = code, name, sum
   ``member``).
 
 ``partialFingerprints`` hash what identifies the defect, not its wording or line: rule code,
-requested target (DECISIONS.md: fingerprints include the target), subject (runtime module, else
+requested target (docs/decisions.md#output-details: fingerprints include the target), subject (runtime module, else
 file) and first tensor in natural order, i.e. the same fields as a ``--baseline`` fingerprint.
 ``primaryLocationLineHash`` is derived from it, so upload-sarif does not hash file lines itself.
 The run's invocation says ``executionSuccessful: true`` whatever the exit code: findings are not

@@ -555,7 +555,8 @@ class IndexMissingShard(ReaderRule):
         outcome = ctx.target.data.loading.missing_shard
         files = [i.data.get("shard") for i in issues]
         text = (outcome.error or "").format(index_file=ctx.checkpoint.index_file or "model.safetensors.index.json",
-                                             n=len(files), dir=ctx.checkpoint.root, files=files) or None
+                                             n=len(files), dir=ctx.checkpoint.root, files=files,
+                                             file_set="{" + ", ".join(map(repr, files)) + "}") or None
         for i in issues:
             f = copy.copy(i)
             f.name, f.target = self.name, ctx.target.id

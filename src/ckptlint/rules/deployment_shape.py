@@ -4,16 +4,17 @@ Everything framework- or GPU-specific comes from data: ``ckptlint/hardware/gpus.
 formats run natively, emulated or not at all on each GPU, per framework) and
 ``ckptlint/hardware/parallel.toml`` (which module classes are column/row parallel or replicated,
 the errors each framework raises). The GPU is ``--gpu`` or, by default, the GPU on which the
-checkpoint's format runs natively (DECISIONS.md); every finding names the GPU it assumed.
+checkpoint's format runs natively (docs/decisions.md#default-gpu-per-format); every finding names the GPU it assumed.
 """
 
 from __future__ import annotations
 
+import math
 import operator
-
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
+from ckptlint.hardware.parallel import head_split
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -178,6 +179,16 @@ class TensorParallelIndivisible(Rule):
                 continue
             if p.tp <= 1 or p.dim not in ("out", "in"):
                 continue
+            if p.heads is not None:  # QKVParallelLinear: whole heads per rank, k/v replicated if few
+                if head_split(p.heads, p.tp) is None:
+                    q, kv, _ = p.heads
+                    yield self.finding(ctx, Consequence.LOAD_ERROR,
+                                       f"{rm.name}: {q} attention heads and {kv} key/value heads do not split over "
+                                       f"TP={p.tp} (each rank needs whole heads; k/v heads are replicated only when "
+                                       "TP is a multiple of their number)", module=rm.name,
+                                       error_text=fw.qkv.heads_error, assumptions=assumptions,
+                                       data={"heads": q, "kv_heads": kv, "tp": p.tp, "source": fw.qkv.source})
+                continue
             for s in rm.shards:
                 size = s.stored.logical_n if p.dim == "out" else s.stored.logical_k
                 if size and size % p.tp:
@@ -242,7 +253,7 @@ class Fp8BlockPartition(Rule):
             if scheme.block is None or p is None:
                 continue
             bn, bk = scheme.block
-            hit = _block_violation(rm, p, bn, bk, fw, ctx.plan.arch)
+            hit = _block_violation(rm, p, bn, bk, fw, ctx.plan.arch, ctx.plan.method)
             if hit is not None:
                 template, size, block, tensors = hit
                 yield self.finding(ctx, Consequence.LOAD_ERROR,
@@ -252,12 +263,38 @@ class Fp8BlockPartition(Rule):
                                    data={"size": size, "block": block, "tp": p.tp, "source": fw.block_source})
 
 
-def _block_violation(rm, p, bn: int, bk: int, fw, arch):
+def _moe_refined(rm, part: int, bn: int, bk: int, method, arch) -> bool:
+    """vLLM 0.30+ refines the checkpoint's MoE block to gcd(block_n, block_k, partition, hidden) when
+    that is at least ``method.moe_block_refine_min`` (refine_fp8_moe_block_shape): no error then."""
+    least = method.moe_block_refine_min if method is not None else None
+    if not least:
+        return False
+    hidden = next((s.stored.logical_k for s in rm.shards if s.proj in arch.expert_w13 and s.stored.logical_k), None)
+    return bool(hidden) and math.gcd(bn, bk, part, hidden) >= least
+
+
+def _out_sizes(rm, p, fw):
+    """(shard, per-rank out features) of a column-parallel module; a QKVParallelLinear with known
+    heads holds whole heads per rank (k/v heads replicated when fewer than the ranks)."""
+    split = head_split(p.heads, p.tp) if p.heads is not None else None
+    for s in rm.shards:
+        n = s.stored.logical_n
+        if split is not None and s.proj in fw.qkv.kv_shards:
+            yield s, split[1] * p.heads[2]
+        elif split is not None and s.proj in fw.qkv.q_shards:
+            yield s, split[0] * p.heads[2]
+        elif n and not n % p.tp:
+            yield s, n // p.tp
+
+
+def _block_violation(rm, p, bn: int, bk: int, fw, arch, method=None):
     if p.dim == "moe":
         inter = _moe_intermediate(rm, arch)
         if not inter or inter % p.tp:
             return None  # DP802
         part = inter // p.tp
+        if (part % bn or (p.tp > 1 and part % bk)) and _moe_refined(rm, part, bn, bk, method, arch):
+            return None
         if part % bn:
             return fw.moe_block_n_error, part, bn, []
         if p.tp > 1 and part % bk:
@@ -267,13 +304,14 @@ def _block_violation(rm, p, bn: int, bk: int, fw, arch):
         merged = len(rm.shards) > 1
         if p.tp <= 1 and not merged:
             return None
-        shards = rm.shards if (p.tp > 1 or fw.merged_block_check == "all") else rm.shards[:-1]
-        for s in shards:
-            n = s.stored.logical_n
-            if not n or n % p.tp:
-                continue
-            if (n // p.tp) % bn:
-                return fw.block_n_error, n // p.tp, bn, [t.name for t in s.tensors]
+        if p.heads is not None and p.tp > 1 and head_split(p.heads, p.tp) is None:
+            return None  # DP802
+        sizes = list(_out_sizes(rm, p, fw))
+        if not (p.tp > 1 or fw.merged_block_check == "all"):
+            sizes = [(s, n) for s, n in sizes if s is not rm.shards[-1]]
+        for s, n in sizes:
+            if n % bn:
+                return fw.block_n_error, n, bn, [t.name for t in s.tensors]
     elif p.dim == "in" and p.tp > 1:
         for s in rm.shards:
             k = s.stored.logical_k
@@ -380,7 +418,7 @@ class Fp8FnuzConversion(Rule):
                            "(0x80 -> 0, weight and input scales doubled, largest value 240 instead of 448)",
                            file="config.json", assumptions=[_gpu_assumption(ctx, gpu)],
                            data={"gpu": gpu.key, "modules": len(fp8),
-                                 "source": "checkpoint-formats.md §4.3 (normalize_e4m3fn_to_e4m3fnuz); "
+                                 "source": "docs/frameworks/formats.md#fp8-fnuz-conversion (normalize_e4m3fn_to_e4m3fnuz); "
                                            "vllm 0.33.0 platforms/rocm.py is_fp8_fnuz (gfx94)"})
 
 

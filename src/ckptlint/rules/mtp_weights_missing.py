@@ -24,6 +24,10 @@ class MtpWeightsMissing(Rule):
     A GLM-5 NVFP4 export with `num_hidden_layers: 78`, `num_nextn_predict_layers: 1` and no
     `model.layers.78.*` tensors.
 
+    The finding exists only with MTP speculative decoding on, which ckptlint assumes by default
+    whenever `config.json` declares MTP layers (the message says so); `--no-speculative` checks the
+    deployment without it, where the main model skips the MTP names and loads.
+
     ## How to fix
     Export the MTP layer with the checkpoint (quantizers often drop it), or set
     `num_nextn_predict_layers` to 0 and serve without MTP speculative decoding.
@@ -52,10 +56,14 @@ class MtpWeightsMissing(Rule):
                 continue
             where = f"{prefix}*" if plan.draft.prefix else f"{prefix}{layer}.*"
             key = next((k for k in plan.draft.count_keys if k in (ctx.checkpoint.config or {})), "MTP")
-            msg = (f"config.json declares {key}={ctx.checkpoint.config.get(key)} but the checkpoint stores no "
-                   f"`{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) "
+            assumed = ("with MTP speculative decoding on (ckptlint's default when config.json declares MTP layers; "
+                       "--no-speculative removes this finding)" if ctx.deployment.speculative is None
+                       else "with MTP speculative decoding on (--speculative)")
+            msg = (f"Only {assumed}: config.json declares {key}={ctx.checkpoint.config.get(key)} but the checkpoint "
+                   f"stores no `{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) "
                    + ("refuses to load" if outcome.consequence == "load-error" else
-                      "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else ""))
+                      "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else "")
+                   + ". Without speculative decoding the main model skips the MTP names and loads.")
             yield self.finding(
                 ctx, Consequence(outcome.consequence), msg, module=where.rstrip(".*") or where,
                 file="config.json", error_text=(outcome.error or "").format(layer=layer) or None,

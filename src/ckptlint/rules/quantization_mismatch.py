@@ -85,14 +85,11 @@ class QuantizationMismatch(Rule):
                 msg = (f"`{rm.name}` ({where}) is built {d.scheme.name if d.scheme else 'quantized'} but the "
                        f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
                        f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
-                adds = suggested_entries(plan, rm)
+                adds, hint = _config_hint(plan, rm, key, ckpt_named)
                 data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
                         "failed_entries": ckpt_named[:50], "suggested_entries": adds}
-                clash = _main_module_also_excluded(plan, rm, adds)
-                if clash is None:
-                    hint = (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `quantization_config.{key}`"
-                            + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
-                else:
+                clash = _main_module_also_excluded(plan, rm, adds) if adds else None
+                if clash is not None:
                     data["suggested_entries"] = []
                     data["not_fixable"] = (f"the draft loads this module under the main model's name: an entry that "
                                            f"excludes `{rm.name}` also excludes the main model's quantized `{clash}`")
@@ -110,3 +107,28 @@ class QuantizationMismatch(Rule):
                                file=first.shard.tensors[0].file if first.shard.tensors else None,
                                hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
                                data=data)
+
+
+def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], str]:
+    """The config edit that makes ``plan``'s target build ``rm`` unquantized, or, where none exists
+    (a FusedMoE the method never excludes), what to do instead: never an edit the framework ignores."""
+    import re
+
+    method = plan.method
+    where = "config.json" if plan.quant is None or plan.quant.source_file == "config.json" else plan.quant.source_file
+    if rm.kind == "moe" and method.moe == "never":
+        return [], (f"{plan.target.resolved} never excludes a FusedMoE for {plan.quant.method_key} (no `{key}` entry or "
+                    "rule can make it unquantized): store the experts quantized, or serve with a release or "
+                    "method that can exclude them")
+    if method.include_key and plan.include is not None and not plan.include_inferred and rm.kind in method.include_kinds:
+        hits = [e for e in plan.include if e in rm.name or any(e in s.ckpt_module for s in rm.shards)]
+        return [], (f"remove {', '.join(f'`{h}`' for h in hits[:5]) or 'the entries naming it'} from "
+                    f"`quantization_config.{method.include_key}` (the list of quantized modules), or store "
+                    f"`{rm.name}` quantized")
+    adds = suggested_entries(plan, rm)
+    if key == "dynamic":
+        rules = [f'"-:{re.escape(a)}$": {{}}' for a in adds]
+        return adds, f"add {', '.join(rules)} to `quantization_config.dynamic` (a `-:` rule is re.match'ed against the layer name)"
+    section = "quantization_config" if where == "config.json" else "quantization"
+    return adds, (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `{section}.{key}`"
+                  + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))

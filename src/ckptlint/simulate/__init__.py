@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ckptlint.simulate.forms import module_groups, present_layers, stored_form, unreadable_shards
 from ckptlint.simulate.model import (QUANT_SUFFIXES, Decision, LayoutIssue, Mismatch, Placement, Plan,
-                                     RuntimeModule, Shard, Stored)
+                                     RuntimeModule, Shard, SkipEntry, Stored)
 from ckptlint.simulate.state import State, freeze
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ckptlint.targets import Target
 
 __all__ = ["QUANT_SUFFIXES", "Decision", "LayoutIssue", "Mismatch", "Placement", "Plan", "RuntimeModule", "Shard",
+           "SkipEntry",
            "Stored", "module_groups", "present_layers", "simulate", "stored_form", "too_many_mtp_layers",
            "unreadable_shards", "MAX_LISTED_MTP_LAYERS"]
 
@@ -117,12 +118,14 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
     """Stages 1-4 on a target that can load the checkpoint: the finished runtime modules."""
     from ckptlint.simulate.decisions import decide
     from ckptlint.simulate.fusion import shared_experts_fusion
+    from ckptlint.simulate.moe_fallback import moe_scheme_refusal
     from ckptlint.simulate.names import build_modules
     from ckptlint.simulate.placements import module_placements
 
     build_modules(ckpt, plan, config)
     if plan.quant is not None and plan.method is not None:
         decide(plan)
+        moe_scheme_refusal(plan)
         shared_experts_fusion(plan, config)
     plan.unreadable_shards = unreadable_shards(ckpt)
     if plan.draft is not None:
@@ -130,7 +133,7 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
             plan.present_layers = {0} if any(n.startswith(plan.draft.prefix) for n in ckpt.tensors) else set()
         else:
             plan.present_layers = present_layers(ckpt, plan.arch.layer_prefix)
-    return _judged(plan, module_placements(plan))
+    return _judged(plan, module_placements(plan, config))
 
 
 def _judged(plan: State, placements: dict[str, Placement]) -> dict[str, RuntimeModule]:

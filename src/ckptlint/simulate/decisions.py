@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ckptlint.matching import CompiledList, compile_list
 from ckptlint.simulate.model import Decision
+from ckptlint.simulate.moe_fallback import moe_fallback
 from ckptlint.simulate.names import fmt_mtp, map_substr
 from ckptlint.simulate.skiplists import exclude_lists
 from ckptlint.simulate.state import Building, State
@@ -67,6 +68,9 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
         return Decision(False, forced, forced_draft=True)
     if rm.role == "draft" and plan.whole_draft_excluded:
         return Decision(False, f"whole draft built unquantized: {plan.whole_draft_excluded}")
+    fallback = moe_fallback(rm, plan, quant) if method.moe_fallback is not None else None
+    if fallback is not None:
+        return fallback
     entry, how, error = _excluded(rm, method, excl, packed)
     if error:
         return _shards_disagree(rm, method, error, ", ".join(error))

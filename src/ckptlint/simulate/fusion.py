@@ -33,6 +33,11 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
         reason = f"{rules.routed_key}={routed} is not one of {rules.routed_counts}"
     elif rules.shared_count is not None and shared != rules.shared_count:
         reason = f"{rules.shared_key}={shared} is not {rules.shared_count}"
+        if rules.shared_count_assert and shared and _fusion_allowed(plan, rules):
+            plan.unsupported = (f"{plan.target.resolved} asserts while building the model: shared-experts fusion "
+                                f"takes {rules.shared_count} shared expert and config.json sets {rules.shared_key}={shared} "
+                                f"({rules.disable_flag} avoids it)")
+            plan.unsupported_error = rules.shared_count_error
     elif unequal:
         reason = " != ".join(f"{k}={config.get(k)}" for k in rules.equal_keys)
     elif str(routed) in rules.only_methods_for_count and method not in rules.only_methods_for_count[str(routed)]:
@@ -96,3 +101,9 @@ def _quant_gate(plan: State, rules: Any, gate: Any) -> str | None:
                 if moe is not None and moe.decision is not None and moe.decision.scheme != rm.decision.scheme:
                     return f"{gate.who} can_fuse_shared_expert: shared and routed experts use different schemes"
     return None
+
+
+def _fusion_allowed(plan: State, rules: Any) -> bool:
+    """Whether nothing but the shared-expert count stops fusion (the platform, flags and EP allow it)."""
+    d = plan.deployment
+    return plan.platform in rules.platforms and (d.ep <= 1 or plan.platform in rules.ep_platforms)

@@ -65,56 +65,138 @@ def predict(plan: State, rm: Building, shard: Shard, float_dtype: str) -> Mismat
     st = shard.stored
     if d is None or st.quantized is None or st.weight is None or d.conflict:
         return None
-    loading = plan.target.data.loading
     w = st.weight
     if d.quantized and not st.quantized:
-        scheme = d.scheme
-        if scheme is None:
-            return None
-        n, k = (w.shape[-2], w.shape[-1]) if len(w.shape) >= 2 else (None, None)
-        if n is None:
-            return None
-        if scheme.changes_shape:
-            pshape = scheme.weight_shape(n, k)
-            a = pshape[-1] if scheme.layout not in ("gptq",) else pshape[0]
-            text = _shape_error(loading, rm, pshape, scheme.weight_dtype, w.shape, w.dtype, a, k)
-            return Mismatch(shard, "unquantized-into-quantized", Consequence.LOAD_ERROR, text,
-                            f"{scheme.name} allocates {scheme.weight_dtype} {_shape(pshape)} for the "
-                            f"{w.dtype} {_shape(w.shape)} weight")
-        return Mismatch(shard, "unquantized-into-quantized", Consequence.SILENT_CORRUPTION, None,
-                        f"the {w.dtype} weight is cast into the same-shape {scheme.weight_dtype} parameter "
-                        "without error and its scales keep their placeholder values")
+        return _float_into_quantized(plan, rm, shard, d.scheme) if d.scheme is not None else None
     if not d.quantized and st.quantized:
-        k_logical = st.logical_k
-        if w.dtype in ("U8", "I8", "I32") and k_logical and len(w.shape) >= 2 and k_logical != w.shape[-1]:
-            n = w.shape[-2]
-            pshape = (n, k_logical)
-            text = _shape_error(loading, rm, pshape, float_dtype, w.shape, w.dtype, k_logical, w.shape[-1])
-            return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
-                            f"the unquantized layer allocates {float_dtype} {_shape(pshape)} for the packed "
-                            f"{w.dtype} {_shape(w.shape)} weight")
-        wsuffix = w.name.rsplit(".", 1)[-1]
-        # A packed weight under another name (qweight, weight_packed, *_blocks) has no parameter in
-        # an unquantized layer at all; otherwise the first scale is what the loader trips on.
-        extra = ([wsuffix] if wsuffix != "weight" else []) + [s for s in st.scales]
-        up = unexpected_outcome(plan)
-        scale_name = f"{shard.ckpt_module}.{extra[0]}" if extra else None
-        if extra and up.consequence == "load-error":
-            text = (up.error or "").format(name=_param_name(plan, rm, shard, extra[0]))
-            return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
-                            f"the unquantized layer has no parameter for `{scale_name}`")
-        return Mismatch(shard, "quantized-into-unquantized", Consequence.SILENT_CORRUPTION,
-                        (up.error or "").format(name=_param_name(plan, rm, shard, extra[0])) if extra and up.error else None,
-                        f"the {w.dtype} weight is cast into the unquantized {float_dtype} parameter without "
-                        "its scales" + (f"; `{scale_name}` is skipped" if scale_name else ""))
+        return _quantized_into_float(plan, rm, shard, float_dtype)
     return None
 
 
-def unexpected_outcome(plan: State):
-    """What the model's loader does with a checkpoint tensor that has no runtime parameter."""
-    if plan.arch is not None and plan.arch.unexpected_param is not None:
-        return plan.arch.unexpected_param
-    return plan.target.data.loading.unexpected_param
+def _float_into_quantized(plan: State, rm: Building, shard: Shard, scheme) -> Mismatch | None:
+    """An unquantized weight where the target built ``scheme``: cast into a same-name parameter (same
+    shape: silent; other shape: the loader's shape error), or, when the scheme has no parameter of
+    that name (GPTQ/AWQ `qweight`, compressed-tensors `weight_packed`), handled by the loader's
+    unexpected-name branch while the packed parameters keep their uninitialised memory."""
+    w = shard.stored.weight
+    n, k = (w.shape[-2], w.shape[-1]) if len(w.shape) >= 2 else (None, None)
+    if n is None:
+        return None
+    wsuffix = w.name.rsplit(".", 1)[-1]
+    params = scheme.expected(n, k)
+    # a loader that renames the float weight's suffix onto a packed parameter (vLLM gpt-oss maps
+    # `.gate_up_proj` and `.gate_up_proj_blocks` alike to w13_weight) meets its shape instead
+    if params and wsuffix not in params and _alias(plan, rm, shard, wsuffix) not in params:
+        up, cls = unexpected_outcome(plan, rm, shard, wsuffix)
+        cons = Consequence(up.consequence) if up.consequence == "load-error" else Consequence.SILENT_CORRUPTION
+        text = _fmt(up.error, plan, rm, shard, wsuffix) if up.error else None
+        packed = next(iter(params))
+        return Mismatch(shard, "unquantized-into-quantized", cons, text,
+                        f"a {scheme.name} module has no `{wsuffix}` parameter (it holds `{packed}` …): the "
+                        f"{w.dtype} `{shard.ckpt_module}.{wsuffix}` goes to the loader's {_CLASS_WORDS[cls]} branch"
+                        + (f", which {up.note}" if up.note and cons is Consequence.LOAD_ERROR else "")
+                        + ("" if cons is Consequence.LOAD_ERROR else
+                           f" and is dropped{f' ({up.note})' if up.note else ''}; the module's packed weights keep "
+                           "their uninitialised memory"))
+    if scheme.changes_shape:
+        pshape = scheme.weight_shape(n, k)
+        a = pshape[-1] if scheme.layout not in ("gptq",) else pshape[0]
+        text = _shape_error(plan.target.data.loading, rm, pshape, scheme.weight_dtype, w.shape, w.dtype, a, k)
+        return Mismatch(shard, "unquantized-into-quantized", Consequence.LOAD_ERROR, text,
+                        f"{scheme.name} allocates {scheme.weight_dtype} {_shape(pshape)} for the "
+                        f"{w.dtype} {_shape(w.shape)} weight")
+    return Mismatch(shard, "unquantized-into-quantized", Consequence.SILENT_CORRUPTION, None,
+                    f"the {w.dtype} weight is cast into the same-shape {scheme.weight_dtype} parameter "
+                    "without error and its scales keep their placeholder values")
+
+
+def _quantized_into_float(plan: State, rm: Building, shard: Shard, float_dtype: str) -> Mismatch:
+    st = shard.stored
+    w = st.weight
+    k_logical = st.logical_k
+    if w.dtype in ("U8", "I8", "I32") and k_logical and len(w.shape) >= 2 and k_logical != w.shape[-1]:
+        n = w.shape[-2]
+        pshape = (n, k_logical)
+        text = _shape_error(plan.target.data.loading, rm, pshape, float_dtype, w.shape, w.dtype, k_logical,
+                            w.shape[-1])
+        return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, text,
+                        f"the unquantized layer allocates {float_dtype} {_shape(pshape)} for the packed "
+                        f"{w.dtype} {_shape(w.shape)} weight")
+    wsuffix = w.name.rsplit(".", 1)[-1]
+    # A packed weight under another name (qweight, weight_packed, *_blocks) has no parameter in
+    # an unquantized layer at all; otherwise the first scale is what the loader trips on.
+    extra = ([wsuffix] if wsuffix != "weight" else []) + [s for s in st.scales]
+    found = [(x, *unexpected_outcome(plan, rm, shard, x)) for x in extra]
+    hit = next((f for f in found if f[1].consequence == "load-error"), found[0] if found else None)
+    if hit is not None and hit[1].consequence == "load-error":
+        x, up, _ = hit
+        return Mismatch(shard, "quantized-into-unquantized", Consequence.LOAD_ERROR, _fmt(up.error, plan, rm, shard, x),
+                        f"the unquantized layer has no parameter for `{shard.ckpt_module}.{x}`")
+    scale_name = f"{shard.ckpt_module}.{hit[0]}" if hit is not None else None
+    return Mismatch(shard, "quantized-into-unquantized", Consequence.SILENT_CORRUPTION,
+                    _fmt(hit[1].error, plan, rm, shard, hit[0]) if hit is not None and hit[1].error else None,
+                    f"the {w.dtype} weight is cast into the unquantized {float_dtype} parameter without "
+                    "its scales" + (f"; `{scale_name}` is skipped" if scale_name else ""))
+
+
+_CLASS_WORDS = {"stacked": "fused-shard", "expert": "expert", "other": "unknown-name", "ignored": "ignored-suffix"}
+_IGNORED = None  # an Outcome-like record for names the loader drops by their suffix (built on first use)
+
+
+def unexpected_outcome(plan: State, rm: Building | None = None, shard: Shard | None = None,
+                       suffix: str | None = None):
+    """(what the model's loader does with a checkpoint tensor that has no runtime parameter, the
+    name class: "stacked" | "expert" | "other" | "ignored") for ``shard``'s tensor ``suffix``
+    (target data ``Architecture.unexpected``, then ``unexpected_param``, then ``Loading``)."""
+    arch = plan.arch
+    u = arch.unexpected if arch is not None else None
+    fallback = arch.unexpected_param if arch is not None and arch.unexpected_param is not None \
+        else plan.target.data.loading.unexpected_param
+    if u is None or rm is None or shard is None:
+        return fallback, "other"
+    if rm.kind == "moe":
+        cls = "expert"
+    elif shard.proj is not None:
+        cls = "stacked"
+    else:
+        cls = "other"
+    full = f"{shard.ckpt_module}.{suffix}"
+    for x, outcome in u.by_suffix.items():
+        if full.endswith(x):
+            return outcome, cls
+    if cls in u.ignored_classes and any(full.endswith(x) for x in u.ignored_suffixes):
+        return _ignored(), "ignored"
+    if cls == "stacked":
+        own = u.fused.get(rm.name.rpartition(".")[2])
+        if own is not None:
+            return own, cls
+    return getattr(u, cls) or fallback, cls
+
+
+def _alias(plan: State, rm: Building, shard: Shard, suffix: str) -> str | None:
+    """The parameter suffix the loader renames ``suffix`` to, if it does for this name class."""
+    u = plan.arch.unexpected if plan.arch is not None else None
+    if u is None or suffix not in u.aliases:
+        return None
+    cls = "expert" if rm.kind == "moe" else "stacked" if shard.proj is not None else "other"
+    return u.aliases[suffix] if cls in u.alias_classes else None
+
+
+def _ignored():
+    global _IGNORED
+    if _IGNORED is None:
+        from ckptlint.targets.schema import Outcome
+        _IGNORED = Outcome(consequence="silent-corruption", note="skipped silently by its suffix")
+    return _IGNORED
+
+
+def _fmt(template: str | None, plan: State, rm: Building, shard: Shard, suffix: str) -> str | None:
+    if not template:
+        return None
+    name = _param_name(plan, rm, shard, suffix)
+    return template.format(name=name, inner=name[len("model."):] if name.startswith("model.") else name,
+                           param=name.rpartition(".")[2], ckpt=f"{shard.ckpt_module}.{suffix}",
+                           cls=rm.loader or rm.kind, layer=rm.name)
 
 
 def _param_name(plan: State, rm: Building, shard: Shard, suffix: str) -> str:
@@ -175,31 +257,37 @@ def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]
     scheme = d.scheme
     stored = {t.name.rsplit(".", 1)[-1]: (t.dtype, t.shape) for t in shard.tensors}
     dims = scheme.logical_dims(stored)
-    if dims is None or scheme.layout == "gptoss_mxfp4":
+    if dims is None:
         return []
-    n, k = dims
+    n, k = dims[:2]
     loading = plan.target.data.loading
     out: list[LayoutIssue] = []
-    if scheme.group and k % scheme.group:
+    if scheme.group and k % scheme.group and scheme.layout != "gptoss_mxfp4":
         out.append(LayoutIssue("group", shard, "", f"in-features {k} is not a multiple of the {scheme.name} group "
                                f"size {scheme.group}", Consequence.LOAD_ERROR))
         return out
-    exp = scheme.expected(n, k)
+    exp = scheme.expected(*dims)
     missing = [s for s, e in exp.items() if e.required and s not in stored]
     unexpected = [s for s in stored if s not in exp and s not in IGNORED_SUFFIXES]
+    # A loader that renames a suffix to a registered parameter (Architecture.unexpected.aliases) loads it.
+    for u in list(unexpected):
+        m = _alias(plan, rm, shard, u)
+        if m is not None and m in missing:
+            unexpected.remove(u)
+            missing.remove(m)
     # A scale under another scale's name (fp8 block `weight_scale` vs `weight_scale_inv`, vLLM #43564).
     scale_pairs = [(m, u) for m in missing for u in unexpected if "scale" in m and "scale" in u]
     for m, u in scale_pairs[:1]:
         missing.remove(m)
         unexpected.remove(u)
-        up = unexpected_outcome(plan)
+        up, _ = unexpected_outcome(plan, rm, shard, u)
         cons = Consequence(up.consequence)
         out.append(LayoutIssue("scale-name", shard, u, f"the checkpoint names the scale `{u}` but "
                                f"{plan.target.resolved} registers `{m}` for {scheme.name}; "
                                + ("loading fails on the unknown name" if cons is Consequence.LOAD_ERROR else
                                   f"`{u}` is skipped and `{m}` keeps its placeholder value"),
                                cons if cons is Consequence.LOAD_ERROR else Consequence.SILENT_CORRUPTION,
-                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
+                               _fmt(up.error, plan, rm, shard, u)))
     ms = plan.method.missing_scale if plan.method is not None else None
     for m in missing:
         cons = Consequence(ms.consequence) if ms is not None and "scale" in m else Consequence.SILENT_CORRUPTION
@@ -209,10 +297,9 @@ def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]
                                if cons is not Consequence.LOAD_ERROR else f"`{shard.ckpt_module}.{m}` is missing",
                                cons, text))
     for u in unexpected:
-        up = unexpected_outcome(plan)
+        up, _ = unexpected_outcome(plan, rm, shard, u)
         out.append(LayoutIssue("unexpected", shard, u, f"`{shard.ckpt_module}.{u}` has no parameter in a "
-                               f"{scheme.name} module", Consequence(up.consequence),
-                               (up.error or "").format(name=_param_name(plan, rm, shard, u)) or None))
+                               f"{scheme.name} module", Consequence(up.consequence), _fmt(up.error, plan, rm, shard, u)))
     for suffix, e in exp.items():
         if suffix not in stored:
             continue

@@ -61,6 +61,19 @@ class Shard(NamedTuple):
     proj: str | None = None
 
 
+class SkipEntry(NamedTuple):
+    """One entry of a list the target tests modules against, and where it comes from: the config as
+    written (``config``), a rewrite the framework makes of a config entry (``framework``: a name
+    mapper, a `model.` variant, a draft's copy; ``original`` is the config's text), or inferred
+    from the checkpoint's tensors (``inferred``, where the config's list is empty)."""
+
+    text: str
+    origin: str  # "config" | "framework" | "inferred"
+    source: str  # the config key, or what in the framework produced it
+    original: str | None = None  # the config entry it was rewritten from
+    applies_to: str = "main"  # "main" | "draft" | "include" (the list of quantized modules)
+
+
 class Decision(NamedTuple):
     quantized: bool
     reason: str
@@ -106,6 +119,8 @@ class Placement:
     tp: int  # ranks the module's N/K/vocab/intermediate is split over (1: not split)
     ep: int  # ranks whole experts are split over (MoE only)
     attention: bool = False
+    # a QKVParallelLinear whose head counts config.json gives: (q heads, k/v heads, head dim)
+    heads: tuple[int, int, int] | None = None
 
 
 class RuntimeModule(NamedTuple):
@@ -144,6 +159,9 @@ class Plan:
     method: "MethodRules | None"
     modules: Mapping[str, RuntimeModule] = field(default_factory=lambda: EMPTY)
     dropped: Mapping[str, str] = field(default_factory=lambda: EMPTY)  # tensor -> why the target ignores it
+    # tensors of checkpoint modules the model class builds nothing for (Architecture.absent), by the
+    # outcome of loading them: (pattern, consequence, error, note) -> tensor names
+    absent: Mapping[tuple, tuple[str, ...]] = field(default_factory=lambda: EMPTY)
     num_hidden_layers: int | None = None
     mtp_layers: tuple[int, ...] = ()  # the first MAX_LISTED_MTP_LAYERS of them
     mtp_count: int = 0  # MTP layers config.json declares (its count key)
@@ -158,6 +176,8 @@ class Plan:
     include: tuple[str, ...] | None = None  # MethodRules.include_key's list (None: every layer is quantized)
     include_inferred: bool = False
     exclude_draft: tuple[str, ...] = ()
+    # every entry of exclude_main, exclude_draft and include, with its origin (ckptlint plan)
+    skip_entries: tuple[SkipEntry, ...] = ()
     packed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)  # fused name -> shards, as the method sees them (main model)
     whole_draft_excluded: str | None = None
     assumptions: tuple[str, ...] = ()

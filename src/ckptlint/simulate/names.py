@@ -76,21 +76,52 @@ def _expert_fields(m: re.Match[str]) -> tuple[str, int, str]:
 
 
 def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
-    """``name`` after the first rule whose pattern it contains (a name mapper applies one)."""
-    for rx, to in rules:
+    """``name`` after the first rule whose pattern it contains (a name mapper applies one); a rule
+    given as (pattern, replacement, 0) replaces every occurrence."""
+    for rule in rules:
+        rx, to = rule[0], rule[1]
         if rx.search(name):
-            return rx.sub(to, name, count=1)
+            return rx.sub(to, name, count=rule[2] if len(rule) > 2 else 1)
     return name
 
 
+class _ByShape:
+    """An architecture's ``shape_kinds``: the kind of a module no ``kinds`` pattern names, from its stored form."""
+
+    def __init__(self, arch: Architecture, config: dict[str, Any]):
+        sk = arch.shape_kinds
+        self.rule = sk
+        if sk is None:
+            return
+        v, h = config.get(sk.vocab_key), config.get(sk.hidden_key)
+        self.embed_shape = (v, h) if isinstance(v, int) and isinstance(h, int) else None
+        self.lm_head = re.compile(sk.lm_head)
+        self.ranks = set(sk.linear_ranks)
+        self.layers = arch.layer_prefix  # embeddings and LM heads sit outside the decoder layers
+
+    def kind(self, name: str, stored: Stored, has_matrix: bool) -> str:
+        if self.rule is None:
+            return "linear" if has_matrix else "other"
+        if stored.quantized:
+            return "linear"
+        w = stored.weight
+        if w is None:
+            return "linear" if stored.scales else "other"  # scales alone: a Linear's, its weight elsewhere
+        if len(w.shape) not in self.ranks:
+            return "other"
+        if self.embed_shape is not None and tuple(w.shape) == self.embed_shape and not name.startswith(self.layers):
+            return "lm_head" if self.lm_head.search(name) else "embedding"
+        return "linear"
+
+
 def _kind(name: str, rules: list[tuple[re.Pattern[str], KindRule]], method: str | None,
-          has_matrix: bool) -> tuple[str, str | None]:
+          has_matrix: bool, stored: Stored, by_shape: _ByShape) -> tuple[str, str | None]:
     for rx, r in rules:
         if r.methods is not None and method not in r.methods:
             continue
         if rx.search(name):
             return r.kind, r.loader
-    return ("linear" if has_matrix else "other"), None
+    return by_shape.kind(name, stored, has_matrix), None
 
 
 def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None:
@@ -99,10 +130,11 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
     assert arch is not None
     placer = _Placer(ckpt, plan, config)
     modules, mtp, nhl, draft_prefix = plan.modules, placer.mtp, placer.nhl, placer.draft_prefix
+    draft_word = placer.draft_word
     # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
     # shard do not depend on the target beyond its expert naming rule: those come precomputed,
     # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
-    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix):
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix, draft_word):
         if runtime is None or in_draft_prefix or (layer is not None and (
                 (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
             for g in groups:
@@ -113,7 +145,8 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
             modules[runtime + "@draft"] = modules.pop(runtime)
             rm = None
         if rm is None:
-            kind, loader = _kind(runtime, placer.main_kinds, placer.method_name, groups[0][3])
+            kind, loader = _kind(runtime, placer.main_kinds, placer.method_name, groups[0][3], groups[0][2],
+                                 placer.by_shape)
             rm = modules[runtime] = Building(runtime, kind, loader, "main")
         rm.shards.extend(shards)
 
@@ -132,12 +165,29 @@ class _Placer:
         self.draft = draft = plan.draft
         self.main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
         self.draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + self.main_kinds if draft else self.main_kinds
-        self.renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to)
+        self.renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to, r.count)
                         for r in draft.rename] if draft else []
         self.arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
         self.named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
             ("namer", arch.experts, tuple(sorted(self.namer.stacked.items()))), {})
         self.draft_prefix = arch.draft.prefix if arch.draft is not None else None
+        # names routed to the MTP draft by a substring anywhere (SGLang Qwen3-Next / Qwen3.5: `mtp`)
+        self.draft_word = arch.draft.keep_substring if arch.draft is not None else None
+        self.by_shape = _ByShape(arch, config)
+        self.absent = [(re.compile(a.pattern), a.outcome) for a in arch.absent]
+
+    def _absent(self, module: str, tensors: list[TensorInfo]) -> bool:
+        """Record a checkpoint module the model class builds nothing for (Architecture.absent): dropped
+        when its outcome is harmless, else kept for the LD901 finding. False when no rule matches."""
+        for rx, outcome in self.absent:
+            if rx.search(module):
+                if outcome.consequence == "hygiene":
+                    self._drop(tensors, outcome.note or "the model class has no module for it")
+                else:
+                    key = (rx.pattern, outcome.consequence, outcome.error, outcome.note)
+                    self.plan.absent.setdefault(key, []).extend(t.name for t in tensors)
+                return True
+        return False
 
     def _drop(self, tensors: list[TensorInfo], why: str) -> None:
         for t in tensors:
@@ -145,9 +195,11 @@ class _Placer:
 
     def _role_and_name(self, module: str, tensors: list[TensorInfo], layer: int | None) -> tuple[str, str] | None:
         """The module's role and the name the target looks it up under (None: not loaded)."""
-        draft, draft_prefix = self.draft, self.draft_prefix
+        draft, draft_prefix, word = self.draft, self.draft_prefix, self.draft_word
+        if self.absent and self._absent(module, tensors):
+            return None
         role = "main"
-        if draft_prefix and (module + ".").startswith(draft_prefix):
+        if draft_prefix and ((module + ".").startswith(draft_prefix) or (word and word in module)):
             if draft is None:
                 self._drop(tensors, "MTP weights are not loaded with speculative decoding off")
                 return None
@@ -161,7 +213,7 @@ class _Placer:
             role = "extra"
         if role != "draft":
             return role, renamed(module, self.arch_renames) if self.arch_renames else module
-        if not (module + ".").startswith(fmt_mtp(draft.keep_prefix, {"mtp": layer})):
+        if not (module + ".").startswith(fmt_mtp(draft.keep_prefix, {"mtp": layer})) and not (word and word in module):
             return None
         hit = next((d for d in draft.drop if d in module), None)
         if hit is not None:
@@ -192,7 +244,7 @@ class _Placer:
         rm = modules.get(key)
         if rm is None:
             kinds = self.draft_kinds if role == "draft" else self.main_kinds
-            kind, loader = _kind(runtime, kinds, self.method_name, has_matrix)
+            kind, loader = _kind(runtime, kinds, self.method_name, has_matrix, stored, self.by_shape)
             rm = modules[key] = Building(runtime, kind, loader, role)
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
 
@@ -200,14 +252,16 @@ class _Placer:
 Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]
 
 
-def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None) -> list[Run]:
+def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
+                 draft_word: str | None = None) -> list[Run]:
     """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
     prefix, shards, module groups). Consecutive expert modules (``arch.experts``, after the
     architecture's renames) of one FusedMoE module, layer and draft-prefix membership form one
     run with their shards built as main-model shards; every other module is in a run whose
     runtime is None, named per target. Depends only on the expert rule, renames and prefixes, so
     targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
-    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix)
+    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix,
+           draft_word)
     runs = ckpt.cache.get(key)
     if runs is not None:
         return runs
@@ -230,7 +284,8 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None)
         layer = g[4]
         name = renamed(module, arch_renames) if arch_renames else module
         m = match(name) if match is not None else None
-        in_dp = draft_prefix is not None and (module + ".").startswith(draft_prefix)
+        in_dp = draft_prefix is not None and ((module + ".").startswith(draft_prefix)
+                                              or (draft_word is not None and draft_word in module))
         if m is not None:
             moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
             expert = ints.get(e)

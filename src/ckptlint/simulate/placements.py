@@ -25,9 +25,9 @@ def assumed_gpu(method: str | None, scheme: str | None, deployment: "Deployment"
     return get_gpu(key) if key else None
 
 
-def module_placements(plan: State) -> dict[str, Placement]:
+def module_placements(plan: State, config: dict[str, Any] | None = None) -> dict[str, Placement]:
     """Every runtime module's placement (keyed like ``plan.modules``); sets ``plan.parallel``."""
     from ckptlint.hardware.parallel import for_framework, placements
 
     plan.parallel = for_framework(plan.target.framework)
-    return placements(plan.modules, plan.parallel, plan.deployment)
+    return placements(plan.modules, plan.parallel, plan.deployment, config)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from ckptlint.simulate.model import SkipEntry
 from ckptlint.simulate.names import fmt_mtp, map_substr, rename_entry, renamed
 from ckptlint.simulate.state import State
 
@@ -29,14 +30,24 @@ def _include_list(plan: State, quant: QuantConfig, method: MethodRules) -> tuple
     if isinstance(raw, list):
         for v in raw:
             items += [x for x in v if isinstance(x, str)] if isinstance(v, list) else [v] if isinstance(v, str) else []
+    renames = plan.arch.rename if method.include_apply_mapper and plan.arch is not None else []
     if items:
-        return items, False
+        return [rename_entry(e, renames) for e in items], False
     if not method.infer_include_from_dtypes:
         return None, False
     floats = set(method.include_float_dtypes)
-    inferred = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
+    # inferred from checkpoint names, then name-mapped like a given list (the inference runs first)
+    inferred = sorted({rename_entry(s.ckpt_module, renames) for rm in plan.modules.values() for s in rm.shards
                        if any(dt not in floats for _, dt, _ in s.stored.sig)})
     return (inferred or None), True
+
+
+def _where(quant: QuantConfig, key: str | None) -> str:
+    """The config key a list is read from, as the user finds it."""
+    section = "quantization" if quant.source_file == "hf_quant_config.json" else "quantization_config"
+    if key == "dynamic":
+        return f"{quant.source_file} {section}.dynamic (`-:` rules, as `re:` entries)"
+    return f"{quant.source_file} {section}.{key}" if key else quant.source_file
 
 
 def exclude_lists(plan: State) -> None:
@@ -46,46 +57,81 @@ def exclude_lists(plan: State) -> None:
         method.exclude_keys_hf_quant_config else method.exclude_keys
     plan.exclude_key, entries = quant.exclude_list(keys)
     plan.exclude_entries = list(entries)
+    where = _where(quant, plan.exclude_key)
+    origins: list[SkipEntry] = []
+    mapper = f"{arch_label(plan)}'s name mapper, applied to the skip list"
 
-    def variants(items: list[str]) -> list[str]:
+    def variants(items: list[SkipEntry], applies_to: str) -> list[SkipEntry]:
         if not method.model_prefix_variants:
             return items
         out = []
         for e in items:
             out.append(e)
-            out.append(e[len("model."):] if e.startswith("model.") else "model." + e)
+            other = e.text[len("model."):] if e.text.startswith("model.") else "model." + e.text
+            out.append(SkipEntry(other, "framework", f"{quant.method_key} is_layer_skipped also tests the entry "
+                                 "with `model.` added or removed", e.original or e.text, applies_to))
         return out
 
-    main = [map_substr(e, arch.mapper_substr) for e in entries] if (method.apply_mapper and arch.mapper_substr) else list(entries)
-    if method.apply_mapper and arch.rename:
-        main = [rename_entry(e, arch.rename) for e in main]
+    main: list[SkipEntry] = []
+    for e in entries:
+        text = map_substr(e, arch.mapper_substr) if (method.apply_mapper and arch.mapper_substr) else e
+        if method.apply_mapper and arch.rename:
+            text = rename_entry(text, arch.rename)
+        if method.apply_mapper and arch.skiplist_rename:
+            text = rename_entry(text, arch.skiplist_rename)
+        main.append(SkipEntry(e, "config", where) if text == e else SkipEntry(text, "framework", mapper, e))
     if not main and method.infer_skip_from_dtypes:
         # vLLM AWQ: an empty modules_to_not_convert is inferred from the checkpoint: every module
         # whose tensors are all floating point is skipped.
-        main = sorted({s.ckpt_module for rm in plan.modules.values() for s in rm.shards
-                       if s.stored.quantized is False})
-    plan.exclude_main = variants(main)
+        how = (f"inferred from the safetensors dtypes (the {plan.exclude_key or 'skip list'} is empty: modules whose "
+               "tensors are all floating point)")
+        renames = arch.rename if method.apply_mapper else []
+        main = [SkipEntry(m, "inferred", how) for m in sorted(
+            {rename_entry(s.ckpt_module, renames) for rm in plan.modules.values() for s in rm.shards
+             if s.stored.quantized is False})]
+    main = variants(main, "main")
+    plan.exclude_main = [e.text for e in main]
+    origins += main
     if method.include_key:
         plan.include, plan.include_inferred = _include_list(plan, quant, method)
+        how = (f"inferred from the safetensors dtypes ({method.include_key} is absent: modules holding a "
+               "non-float tensor)" if plan.include_inferred else _where(quant, method.include_key))
+        origins += [SkipEntry(e, "inferred" if plan.include_inferred else "config", how, None, "include")
+                    for e in plan.include or []]
     draft = plan.draft
-    if draft is None:
-        return
-    if method.apply_mapper and draft.mapper_substr:
-        d_entries = [map_substr(e, draft.mapper_substr) for e in entries]
-    else:
-        d_entries = list(entries)
+    if draft is not None:
+        origins += _draft_list(plan, entries, where, variants)
+    plan.skip_entries = origins
+
+
+def arch_label(plan: State) -> str:
+    return plan.arch_name or "the model class"
+
+
+def _draft_list(plan: State, entries: list[str], where: str, variants) -> list[SkipEntry]:
+    """The draft model's skip list: the config's entries through the draft's own mapper, plus the
+    draft class's copies of checkpoint-named entries (Draft.exclude_copy)."""
+    quant, method, draft = plan.quant, plan.method, plan.draft
+    d_entries: list[SkipEntry] = []
+    for e in entries:
+        text = map_substr(e, draft.mapper_substr) if (method.apply_mapper and draft.mapper_substr) else e
+        d_entries.append(SkipEntry(e, "config", where, None, "draft") if text == e else
+                         SkipEntry(text, "framework", f"{draft.cls}'s name mapper, applied to the skip list", e, "draft"))
     copy = draft.exclude_copy
     if copy is not None and quant.method_key in copy.methods:
         lit = fmt_mtp(copy.prefix, {"mtp": plan.mtp_layers[0]})
         renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename]
-        extra: list[str] = []
+        how = f"{draft.cls} copies `{lit}` entries under the draft's module names"
+        seen: set[str] = set()
         for e in entries:
             if e.startswith(lit):
                 mapped = renamed(e, renames)
-                extra.append(mapped)
+                d_entries.append(SkipEntry(mapped, "framework", how, e, "draft"))
                 for needle, add in copy.add_if_contains.items():
-                    if needle in mapped and add not in extra:
-                        extra.append(add)
-        d_entries += extra
-    plan.exclude_draft = variants(d_entries)
-
+                    if needle in mapped and add not in seen:
+                        seen.add(add)
+                        d_entries.append(SkipEntry(add, "framework", how + f" (and `{add}` for an excluded expert)",
+                                                   e, "draft"))
+    d_entries = variants(d_entries, "draft")
+    plan.exclude_draft = [e.text for e in d_entries]
+    return d_entries

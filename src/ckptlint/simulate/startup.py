@@ -26,6 +26,7 @@ def startup_verdict(plan: State) -> None:
     if quant is not None and method is not None and not method.supported:
         plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
             f": {method.note}" if method.note else "")
+        plan.unsupported_error = method.error
         return
     refused = _refusal(quant, method) if quant is not None and method is not None else None
     if refused is not None:
@@ -40,6 +41,7 @@ def startup_verdict(plan: State) -> None:
         return
     if arch is not None and not arch.supported:
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
+        plan.unsupported_error = arch.error
         return
     if arch_name is None:
         plan.not_simulated = "config.json names no architecture (`architectures`)"
@@ -79,7 +81,9 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
     def meets(cfg: dict[str, Any], r: Any) -> bool:
         def has(k: str, want: Any) -> bool:
             return any(is_(v, want) for v in values(cfg, r, k))
-        return all(has(k, v) for k, v in r.all.items()) and not any(has(k, v) for k, v in r.none.items())
+        return (all(has(k, v) for k, v in r.all.items()) and not any(has(k, v) for k, v in r.none.items())
+                and all(cfg.get(k) is None and k not in cfg for k in r.missing)
+                and all(cfg.get(k) is not None for k in r.present))
 
     def fill(text: str, r: Any, cfg: dict[str, Any], pattern: str | None = None) -> str:
         def one(m: re.Match[str]) -> str:
@@ -90,7 +94,7 @@ def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:
         return re.sub(r"\{(\w+)\}", one, text)
 
     def describe(cfg: dict[str, Any], r: Any) -> str:
-        out = []
+        out = [f"no `{k}`" for k in r.missing]
         for k in [*r.all, *r.none]:
             vs = values(cfg, r, k)
             out.append(f"{k}={vs[0] if len(vs) == 1 else vs!r}")

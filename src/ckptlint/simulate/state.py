@@ -31,7 +31,7 @@ class State(SimpleNamespace):
     records (keyed like the plan's) and ``built`` the frozen modules once the stages are done."""
 
     def __init__(self, **kw: Any) -> None:
-        super().__init__(**{**_DEFAULTS, "modules": {}, "dropped": {}, "assumptions": [], **kw})
+        super().__init__(**{**_DEFAULTS, "modules": {}, "dropped": {}, "absent": {}, "assumptions": [], **kw})
 
     @property
     def simulated(self) -> bool:
@@ -54,5 +54,6 @@ def freeze(state: State, modules: dict[str, RuntimeModule] | None = None) -> Pla
     """The frozen ``Plan``: lists become tuples, dicts read-only mappings; ``modules`` are the
     finished runtime modules (none when the load was not simulated)."""
     values = {k: _frozen(v) for k, v in vars(state).items()}
+    values["absent"] = MappingProxyType({k: tuple(v) for k, v in state.absent.items()})
     values["modules"] = MappingProxyType(modules or {})
     return Plan(**values)

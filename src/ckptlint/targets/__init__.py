@@ -41,7 +41,7 @@ def _fmt(v: tuple[int, ...]) -> str:
 _REPLACE_WHOLE = frozenset({
     "mapper_substr", "packed_extra", "packed_modules_mapping", "add_if_contains", "missing_shard",
     "unexpected_param", "mixed_shards", "missing_weights", "whole_draft_check", "exclude_copy",
-    "only_methods_for_count", "quant_none_if_entry", "rejected_in",
+    "only_methods_for_count", "quant_none_if_entry", "rejected_in", "stacked", "expert", "other", "by_suffix", "fused", "aliases",
 })
 
 

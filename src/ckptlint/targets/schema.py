@@ -54,12 +54,41 @@ class ConfigRefusal(Strict):
     child (``config_groups.*.weights.actorder``): it has a value if any child's does. Errors may
     name top-level config keys as {key} and the `dynamic` key as {pattern}."""
 
-    all: dict[str, Any]
+    all: dict[str, Any] = Field(default_factory=dict)
     none: dict[str, Any] = Field(default_factory=dict)
+    missing: list[str] = Field(default_factory=list)  # ... and each of these keys is absent
+    present: list[str] = Field(default_factory=list)  # ... and each of these keys is set (not null)
     defaults: dict[str, Any] = Field(default_factory=dict)
     error: str
     dynamic: bool = False
     error_dynamic: str | None = None  # {pattern}: the `dynamic` key
+
+
+class MoeFallback(Strict):
+    """A FusedMoE the method's Marlin MoE kernel cannot take is built by ``method`` instead, quantized
+    and before the skip list is consulted: on ``platforms``; with a group size outside
+    ``group_sizes``; a hidden size not a multiple of ``hidden_multiple``; an intermediate size per TP
+    partition not a multiple of max(``inter_multiple_min``, group) -- or, with tile padding, of the
+    group alone; and, when ``marlin_bits_sym`` is set, for (bits, sym) outside it (the plain method
+    then serves every layer)."""
+
+    method: str = "MoeWNA16"
+    platforms: list[str] = Field(default_factory=lambda: ["rocm"])
+    group_sizes: list[int] = Field(default_factory=lambda: [-1, 32, 64, 128])
+    hidden_multiple: int = 128
+    inter_multiple_min: int = 64
+    tile_padding: Literal["never", "without_actorder", "always"] = "never"
+    marlin_bits_sym: list[list[Any]] = Field(default_factory=list)
+
+
+class MoeSchemeRefusal(Strict):
+    """Building a FusedMoE quantized with one of ``schemes`` (ckptlint.quant.schemes names; with
+    ``static_input`` set, only when the input scales are static / dynamic) raises on ``platforms``."""
+
+    schemes: list[str]
+    static_input: bool | None = None
+    platforms: list[Literal["cuda", "rocm"]] = Field(default_factory=lambda: ["cuda", "rocm"])
+    error: str
 
 
 class MethodRules(Strict):
@@ -68,6 +97,7 @@ class MethodRules(Strict):
     supported: bool = True
     simulated: bool = True  # False: supported by the framework, but ckptlint does not simulate it
     note: str | None = None  # why unsupported / not simulated
+    error: str | None = None  # supported = false: the error the release prints at start-up
     # the method as written in one of these files fails at start-up: file -> the error printed
     rejected_in: dict[str, str] = Field(default_factory=dict)
     refusals: list[ConfigRefusal] = Field(default_factory=list)
@@ -114,6 +144,14 @@ class MethodRules(Strict):
     infer_include_from_dtypes: bool = False
     include_float_dtypes: list[str] = Field(default_factory=lambda: ["F16", "BF16", "F32"])  # (for the inference)
     include_kinds: list[ModuleKind] = Field(default_factory=lambda: ["linear", "lm_head"])
+    # the model's name mapper rewrites the include list (given or inferred) like a skip list
+    include_apply_mapper: bool = False
+    # Block FP8 MoE: a TP partition of the intermediate size that is not a multiple of the block is
+    # loaded with the block refined to gcd(block_n, block_k, partition, hidden) when that is at least
+    # this (vLLM 0.30+ refine_fp8_moe_block_shape); None: the block check raises.
+    moe_block_refine_min: int | None = None
+    moe_fallback: MoeFallback | None = None  # FusedMoE layers Marlin cannot take (vLLM GPTQ -> MoeWNA16)
+    moe_scheme_refusals: list[MoeSchemeRefusal] = Field(default_factory=list)
 
 
 class Stacked(Strict):
@@ -129,9 +167,61 @@ class KindRule(Strict):
     methods: list[str] | None = None  # rule applies only for these quant methods
 
 
+class ShapeKinds(Strict):
+    """The kind of a module that no ``kinds`` pattern names, from what the checkpoint stores for it:
+    quantized tensors (packed weight or scales) -> ``linear``; no weight tensor, or a float weight
+    whose rank is not one of ``linear_ranks`` (norms, biases, 3-D/4-D/5-D convolutions) -> ``other``;
+    a 2-D float weight of [vocab, hidden] (config keys) outside the decoder layers (``layer_prefix``)
+    -> ``lm_head`` if its name matches ``lm_head``, else ``embedding``; any other 2-D float weight ->
+    ``linear``. The frameworks decide quantization
+    per module class (LinearBase / ParallelLMHead / VocabParallelEmbedding / FusedMoE), and only
+    Linear-like classes hold a 2-D [out, in] weight."""
+
+    linear_ranks: list[int] = Field(default_factory=lambda: [2])
+    vocab_key: str = "vocab_size"
+    hidden_key: str = "hidden_size"
+    lm_head: str = r"(^|\.)(lm_head|embed_out|output_layer|output)$"
+
+
 class Rename(Strict):
     pattern: str  # regex on the checkpoint module path ({mtp} is the MTP layer index)
     to: str  # replacement (re.sub syntax)
+    count: int = 1  # occurrences replaced (0: every one, like str.replace)
+
+
+class UnexpectedNames(Strict):
+    """What a model's loader does with a checkpoint tensor that has no runtime parameter, by the class
+    of its name (each loader handles the three in separate branches): ``stacked``, a shard of a fused
+    module (q/k/v_proj -> qkv_proj, gate/up_proj -> gate_up_proj); ``expert``, a routed expert's
+    tensor (-> the FusedMoE's w13_*/w2_*); ``other``, any other name. An unset class falls back to
+    ``Architecture.unexpected_param``, then ``Loading.unexpected_param``. Tensors whose name ends
+    with one of ``ignored_suffixes`` are skipped silently whatever their class. Error templates may
+    name {name} (the runtime parameter), {inner} (it without its leading `model.`: what a model's
+    inner module calls it), {param} (its last component), {ckpt} (the checkpoint tensor), {cls} (the
+    runtime module's class) and {layer} (the runtime module)."""
+
+    stacked: Outcome | None = None
+    expert: Outcome | None = None
+    other: Outcome | None = None
+    # a fused module's own outcome for a shard name, by the fused name (overrides `stacked`)
+    fused: dict[str, Outcome] = Field(default_factory=dict)
+    ignored_suffixes: list[str] = Field(default_factory=list)
+    ignored_classes: list[Literal["stacked", "expert", "other"]] = Field(
+        default_factory=lambda: ["stacked", "expert", "other"])  # where ignored_suffixes apply
+    # outcome by tensor-name suffix, before the class (e.g. a skipped `_scale` asserted to be 1.0)
+    by_suffix: dict[str, Outcome] = Field(default_factory=dict)
+    # a tensor suffix the loader renames to a registered parameter when that exists (checkpoint
+    # suffix -> parameter suffix), for names of ``alias_classes``
+    aliases: dict[str, str] = Field(default_factory=dict)
+    alias_classes: list[Literal["stacked", "expert", "other"]] = Field(default_factory=lambda: ["other"])
+
+
+class AbsentModules(Strict):
+    """Checkpoint modules the model class builds nothing for (e.g. a vision tower in a text-only
+    class): loading their tensors does ``outcome`` (its error may name {ckpt}, the first such tensor)."""
+
+    pattern: str  # regex searched in the checkpoint module path
+    outcome: Outcome
 
 
 class ExcludeCopy(Strict):
@@ -161,6 +251,8 @@ class Draft(Strict):
     # MTP weights under a top-level prefix (Qwen3-Next / Qwen3.5 `mtp.`) instead of at layer
     # model.layers.{num_hidden_layers + i}; the main model drops them.
     prefix: str | None = None
+    # ... and also any name containing this text anywhere (the main model drops those names)
+    keep_substring: str | None = None
     # Draft built unquantized for a method when one of its skip-list entries matches this regex
     # (SGLang Qwen3.5 `_mtp_quant_config`: Quark with an `mtp.*` entry naming `mlp.experts`).
     quant_none_if_entry: dict[str, str] = Field(default_factory=dict)
@@ -218,6 +310,9 @@ class SharedExpertsFusion(Strict):
     only_methods_for_count: dict[str, list[str]] = Field(default_factory=dict)
     shared_key: str = "n_shared_experts"
     shared_count: int | None = 1
+    # a shared-expert count other than shared_count fails an assert instead of turning fusion off
+    shared_count_assert: bool = False
+    shared_count_error: str | None = None
     shared_default: int | None = None  # the shared-expert count when config.json has no shared_key
     equal_keys: list[str] = Field(default_factory=list)  # config values that must all be equal
     shared_module: str = "mlp.shared_experts"
@@ -247,7 +342,14 @@ class Architecture(Strict):
     # Runtime prefix rewrite of checkpoint module paths (the model's hf_to_*_mapper renames), in
     # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
     rename: list[Rename] = Field(default_factory=list)
+    # The model's name mapper where it rewrites only the quant config's lists (not the module names),
+    # for methods with apply_mapper; first match wins.
+    skiplist_rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
+    unexpected: UnexpectedNames | None = None  # ... per name class (falls back to unexpected_param)
+    absent: list[AbsentModules] = Field(default_factory=list)
+    shape_kinds: ShapeKinds | None = None  # kinds of modules no `kinds` pattern names (None: linear if 2-D)
+    error: str | None = None  # supported = false: what the release prints at start-up
     shared_experts_fusion: SharedExpertsFusion | None = None
     draft: Draft | None = None
 

@@ -143,9 +143,30 @@ def write_safetensors(
     * ``truncate_to`` cuts (or extends) the finished file to that many bytes;
       ``append_bytes`` is written at the end first.
     """
-    specs = _specs(tensors)
-    entry_override = entry_override or {}
-    offsets_override = offsets_override or {}
+    pairs, offsets, pos, total = _header_pairs(_specs(tensors), metadata, strict, entry_override or {},
+                                               offsets_override or {}, duplicate_key)
+    pairs.extend(extra_pairs)
+    if raw_header is not None:
+        header = raw_header
+    else:
+        text = leading + "{" + ",".join(_dumps(k) + ":" + _dumps(v) for k, v in pairs) + "}"
+        header = text.encode("utf-8")
+        if pad and len(header) % 8:
+            header += b" " * (8 - len(header) % 8)
+    if data_len is None:
+        data_len = pos
+    declared = len(header) if declared_header_len is None else declared_header_len
+    p = Path(path)
+    _write_file(p, declared, header, data_len, sparse, append_bytes, truncate_to)
+    return WrittenFile(path=p, header_len=declared, data_len=data_len, size=p.stat().st_size,
+                       offsets=offsets, nbytes=total)
+
+
+def _header_pairs(specs: list[TensorSpec], metadata: Mapping[str, Any] | None, strict: bool,
+                  entry_override: Mapping[str, Any], offsets_override: Mapping[str, Any],
+                  duplicate_key: str | tuple[str, Any] | None):
+    """The header's (key, entry) pairs with the crafted overrides applied, the true offsets, the data
+    length the offsets need, and the sum of tensor sizes."""
     pairs: list[tuple[str, Any]] = []
     if metadata is not None:
         pairs.append(("__metadata__", dict(metadata)))
@@ -176,18 +197,11 @@ def write_safetensors(
             dup_name, dup_entry = (duplicate_key, entry) if isinstance(duplicate_key, str) else duplicate_key
             if dup_name == name:
                 pairs.append((name, dup_entry))
-    pairs.extend(extra_pairs)
-    if raw_header is not None:
-        header = raw_header
-    else:
-        text = leading + "{" + ",".join(_dumps(k) + ":" + _dumps(v) for k, v in pairs) + "}"
-        header = text.encode("utf-8")
-        if pad and len(header) % 8:
-            header += b" " * (8 - len(header) % 8)
-    if data_len is None:
-        data_len = pos
-    declared = len(header) if declared_header_len is None else declared_header_len
-    p = Path(path)
+    return pairs, offsets, pos, total
+
+
+def _write_file(p: Path, declared: int, header: bytes, data_len: int, sparse: bool, append_bytes: bytes,
+                truncate_to: int | None) -> None:
     with open(p, "wb") as f:
         f.write(struct.pack("<Q", declared))
         f.write(header)
@@ -205,8 +219,6 @@ def write_safetensors(
             f.write(append_bytes)
         if truncate_to is not None:
             f.truncate(truncate_to)
-    return WrittenFile(path=p, header_len=declared, data_len=data_len, size=p.stat().st_size,
-                       offsets=offsets, nbytes=total)
 
 
 def shard_name(i: int, n: int) -> str:

@@ -3,7 +3,7 @@
 Produces a ``config.json`` dict and the tensor listing (name, dtype, shape) of DeepSeek-V3-,
 GLM-5- and GLM-4.5-style MoE checkpoints in a chosen quantization format, with the MTP/NextN
 layer stored separately. Dimensions are parameters: tiny for shipped fixtures, realistic (with
-sparse files) for scale tests. The tensor names and layouts follow checkpoint-formats.md §2-3.
+sparse files) for scale tests. The tensor names and layouts follow docs/frameworks/formats.md#quantized-tensor-layouts and #mtp-layers.
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-Tensor = tuple[str, str, tuple[int, ...]]
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
+from ckptlint.testing.stores import (STORES, Module, Tensor, cdiv, store_awq, store_bf16, store_ct_fp8_channel,
+                                     store_ct_nvfp4, store_ct_w4a16, store_fp8_block, store_fp8_tensor, store_gptq,
+                                     store_mxfp4, store_nvfp4)
 
 
 @dataclass
@@ -56,14 +54,6 @@ class MoeDims:
         if self.indexer:
             cfg.update({"index_n_heads": self.index_heads, "index_head_dim": self.index_head_dim})
         return cfg
-
-
-@dataclass(frozen=True)
-class Module:
-    path: str  # checkpoint module path
-    shape: tuple[int, ...]  # logical [N, K] for linears, [H] for norms
-    category: str  # attn | dense_mlp | router | expert | shared_expert | norm | embed | lm_head | mtp_proj | plain | bias
-    layer: int | None = None
 
 
 def moe_modules(d: MoeDims, *, with_mtp: bool = True) -> list[Module]:
@@ -123,31 +113,7 @@ def moe_modules(d: MoeDims, *, with_mtp: bool = True) -> list[Module]:
 
 
 # --- storage formats: module -> tensors ------------------------------------------------------
-def store_bf16(m: Module) -> list[Tensor]:
-    if m.category == "bias":
-        return [(m.path, "F32", m.shape)]
-    return [(f"{m.path}.weight", "BF16", m.shape)]
 
-
-def store_mxfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "U8", (n, cdiv(k, 32)))]
-
-
-def store_nvfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "F8_E4M3", (n, cdiv(k, 16))),
-            (f"{m.path}.weight_scale_2", "F32", ()), (f"{m.path}.input_scale", "F32", ())]
-
-
-def store_fp8_block(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale_inv", "F32", (cdiv(n, 128), cdiv(k, 128)))]
-
-
-STORES: dict[str, Callable[[Module], list[Tensor]]] = {
-    "bf16": store_bf16, "mxfp4": store_mxfp4, "nvfp4": store_nvfp4, "fp8_block": store_fp8_block,
-}
 
 LINEAR_CATEGORIES = frozenset({"attn", "dense_mlp", "expert", "shared_expert", "mtp_proj", "lm_head", "plain"})
 
@@ -156,13 +122,13 @@ LINEAR_CATEGORIES = frozenset({"attn", "dense_mlp", "expert", "shared_expert", "
 class Layout:
     """Which modules are stored in which format; everything else is BF16."""
 
-    quantized: Callable[[Module], str | None]  # -> store name, or None for BF16
+    quantized: Callable[[Module], "str | Callable[[Module], list[Tensor]] | None"]  # -> store (name), or None for BF16
 
     def tensors(self, modules: Iterable[Module]) -> list[Tensor]:
         out: list[Tensor] = []
         for m in modules:
             fmt = self.quantized(m) if m.category in LINEAR_CATEGORIES and len(m.shape) == 2 else None
-            out += STORES[fmt or "bf16"](m)
+            out += (fmt if callable(fmt) else STORES[fmt or "bf16"])(m)
         return out
 
 
@@ -366,47 +332,6 @@ def qwen3_moe_dims(**kw: Any) -> DenseDims:
     return DenseDims(**base)
 
 
-def store_ct_w4a16(m: Module, group: int = 128) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight_packed", "I32", (n, cdiv(k, 8))), (f"{m.path}.weight_scale", "BF16", (n, cdiv(k, group))),
-            (f"{m.path}.weight_shape", "I64", (2,))]
-
-
-def store_ct_fp8_channel(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "BF16", (n, 1))]
-
-
-def store_ct_nvfp4(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight_packed", "U8", (n, k // 2)), (f"{m.path}.weight_scale", "F8_E4M3", (n, cdiv(k, 16))),
-            (f"{m.path}.weight_global_scale", "F32", (1,)), (f"{m.path}.input_global_scale", "F32", (1,))]
-
-
-def store_gptq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
-    n, k = m.shape
-    g = cdiv(k, group) if group > 0 else 1
-    return [(f"{m.path}.qweight", "I32", (k * bits // 32, n)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
-            (f"{m.path}.scales", "F16", (g, n)), (f"{m.path}.g_idx", "I32", (k,))]
-
-
-def store_awq(m: Module, group: int = 128, bits: int = 4) -> list[Tensor]:
-    n, k = m.shape
-    g = cdiv(k, group)
-    return [(f"{m.path}.qweight", "I32", (k, n * bits // 32)), (f"{m.path}.qzeros", "I32", (g, n * bits // 32)),
-            (f"{m.path}.scales", "F16", (g, n))]
-
-
-def store_fp8_tensor(m: Module) -> list[Tensor]:
-    n, k = m.shape
-    return [(f"{m.path}.weight", "F8_E4M3", (n, k)), (f"{m.path}.weight_scale", "F32", ()),
-            (f"{m.path}.input_scale", "F32", ())]
-
-
-STORES.update({"ct_w4a16": store_ct_w4a16, "ct_fp8_channel": store_ct_fp8_channel, "ct_nvfp4": store_ct_nvfp4,
-               "gptq": store_gptq, "awq": store_awq, "fp8_tensor": store_fp8_tensor})
-
-
 def all_linears(fmt: str, *, skip: Callable[[Module], bool] = lambda m: m.category in ("lm_head", "embed", "router")) -> Layout:
     return Layout(lambda m: None if skip(m) else fmt)
 
@@ -451,7 +376,7 @@ def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128,
                  experts_fmt: str = "mxfp4", attn_fmt: str | None = None,
                  modules_to_not_convert: list[str] | None = None) -> Spec:
     """gpt-oss layout: experts fused per layer on disk (`gate_up_proj_blocks` [E, 2I, H/32, 16] …),
-    attention, router and embeddings BF16 (checkpoint-formats.md §2.5)."""
+    attention, router and embeddings BF16 (docs/frameworks/formats.md#gpt-oss-mxfp4)."""
     H, I, E = hidden, intermediate, experts
     t: list[Tensor] = [("model.embed_tokens.weight", "BF16", (128, H))]
     for L in range(layers):
@@ -490,7 +415,7 @@ def gpt_oss_spec(*, layers: int = 2, hidden: int = 128, intermediate: int = 128,
 def qwen_mtp_spec(arch: str = "Qwen3NextForCausalLM", *, method: str = "modelopt_fp4",
                   mtp_quantized: bool = False, with_mtp: bool = True, exclude_mtp: str = "mtp.*") -> Spec:
     """A Qwen3-Next / Qwen3.5-style MoE with its MTP module under the top-level `mtp.` prefix
-    (`mtp.fc`, `mtp.pre_fc_norm_*`, `mtp.layers.0.*`; checkpoint-formats.md §3). Routed experts in
+    (`mtp.fc`, `mtp.pre_fc_norm_*`, `mtp.layers.0.*`; docs/frameworks/formats.md#mtp-layers). Routed experts in
     NVFP4 (ModelOpt) or MXFP4 (Quark); attention, routers and the MTP module BF16 unless
     ``mtp_quantized``."""
     d = qwen3_moe_dims(arch=arch, model_type="qwen3_next" if "Next" in arch else "qwen3_5_moe",
@@ -527,3 +452,12 @@ def qwen_mtp_spec(arch: str = "Qwen3NextForCausalLM", *, method: str = "modelopt
             excl += [m.path for m in all_mods if m.layer == 99 and m.category == "expert"]
         cfg["quantization_config"] = quark_mxfp4_config(excl)
     return Spec(cfg, layout.tensors(all_mods), hf_quant_config=hq)
+
+__all__ = [
+    "DenseDims", "LINEAR_CATEGORIES", "Layout", "Module", "MoeDims", "STORES", "Spec", "Tensor",
+    "all_linears", "awq_config", "cdiv", "ct_config", "deepseek_dims", "dense_modules", "dense_spec",
+    "experts_only", "glm5_quark_mxfp4", "gpt_oss_spec", "gptq_config", "mixtral_dims", "modelopt_nvfp4",
+    "moe_modules", "mtp_runtime_exclude_names", "quark_mxfp4_config", "qwen3_moe_dims", "qwen_mtp_spec",
+    "store_awq", "store_bf16", "store_ct_fp8_channel", "store_ct_nvfp4", "store_ct_w4a16", "store_fp8_block",
+    "store_fp8_tensor", "store_gptq", "store_mxfp4", "store_nvfp4", "unquantized_linear_names",
+]

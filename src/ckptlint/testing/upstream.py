@@ -304,9 +304,10 @@ CASES: list[Case] = [
          {"sglang==0.5.9": [("QD401", "silent-corruption", "model.layers.3.mlp.experts")]}, fixed=["sglang==0.5.12"]),
     Case("fp8-router-entry-matches-gate-up-proj", ["sgl-project/sglang#23467", "sgl-project/sglang#23973"],
          "`mlp.gate` in the fp8 skip list (the routers) also matched `mlp.gate_up_proj` under raw substring "
-         "matching: FP8 dense MLPs built BF16.",
+         "matching: FP8 dense MLPs built BF16; the DeepSeek loader then indexes the stacked "
+         "`gate_up_proj.weight_scale_inv` without a guard (KeyError).",
          fp8_router_entry_substring,
-         {"sglang==0.5.9": [("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj")]}, fixed=["sglang==0.5.12"]),
+         {"sglang==0.5.9": [("QD401", "load-error", "model.layers.0.mlp.gate_up_proj")]}, fixed=["sglang==0.5.12"]),
     Case("quark-router-not-in-exclude", ["vllm-project/vllm#48606"],
          "Quark writes only nn.Linear modules to `exclude`: a BF16 Qwen3-MoE router (quantizable in vLLM) is "
          "built MXFP4; SGLang builds routers unquantized.",
