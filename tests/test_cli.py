@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,8 +18,11 @@ BUGGY = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix"
 FIXED = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix-fixed"
 
 
-def ckptlint(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=120)
+def ckptlint(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": "100", **(env or {})}
+    env.pop("NO_COLOR", None)
+    return subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def test_json_contract_on_buggy_fixture():
@@ -50,17 +54,27 @@ def test_fixed_twin_exit_zero_on_default_targets():
 def test_text_output_names_module_error_and_fix():
     r = ckptlint("check", str(BUGGY), "-t", "sglang==0.5.15")
     assert r.returncode == 1
-    assert "QD401 [load-error] model.eh_proj" in r.stdout
-    assert "framework prints: AssertionError: param.shape=torch.Size(" in r.stdout
-    assert "fix: add the runtime name(s) `model.eh_proj`" in r.stdout
+    out = r.stdout
+    assert "\nerror QD401 quantization-mismatch [load-error] sglang 0.5.15\n  `model.eh_proj` (draft ReplicatedLinear) " \
+        "is built mxfp4" in out
+    assert "model.eh_proj: `model.eh_proj`" not in out  # the module is named once
+    assert "  framework prints: AssertionError: param.shape=torch.Size(" in out
+    assert "  fix: add the runtime name(s) `model.eh_proj`" in out
+    assert max(len(line) for line in out.splitlines()) <= 100  # wrapped ($COLUMNS; not a terminal)
+    assert "\x1b[" not in out  # no colour when stdout is not a terminal
 
 
 def test_framework_without_version_prints_matrix():
     r = ckptlint("check", str(BUGGY), "-t", "sglang", "-t", "vllm")
-    rows = [l for l in r.stdout.splitlines() if l.startswith(("sglang==", "vllm==")) and l.rstrip().endswith(("load", "loads"))]
+    rows = [l for l in r.stdout.splitlines() if l.startswith(("sglang==", "vllm=="))
+            and l.rstrip().endswith(("load", "loads", "not supported by this release"))]
     assert len(rows) == len(known_versions("sglang")) + len(known_versions("vllm"))
     assert any(l.startswith("sglang==0.5.15") and "will not load" in l for l in rows)
     assert any(l.startswith("sglang==0.5.23") and l.rstrip().endswith("loads") for l in rows)
+    # GLM-5 has no model class in sglang 0.5.5 and vllm 0.11.0: one entry for both, and their rows say so
+    assert [l for l in rows if l.rstrip().endswith("not supported by this release")] == [
+        l for l in rows if l.startswith(("sglang==0.5.5 ", "vllm==0.11.0 "))]
+    assert r.stdout.count("TG601") == 1 and "TG601 target-unsupported [load-error] sglang 0.5.5, vllm 0.11.0" in r.stdout
 
 
 @pytest.mark.parametrize("args", [

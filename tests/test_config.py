@@ -11,6 +11,7 @@ import pytest
 
 from ckptlint.config import ConfigError, find, load
 from ckptlint.findings import Consequence, Finding
+from ckptlint.targets import newest_targets
 from ckptlint.selection import IgnoreRule, Layer, SelectorError, resolve_layers, resolve_selector
 from helpers import cli_run
 
@@ -245,7 +246,10 @@ def test_text_output_counts_only_kept_findings(ckpt, capsys):
     (ckpt / "ckptlint.toml").write_text(f'target = ["{T}"]\n' + IGNORE_MTP)
     code, out, err = ckptlint(capsys, "check", str(ckpt))
     assert code == 0
-    assert "Found 0 finding(s)" in out and "loads" in out
+    assert "Found 0 finding(s)" in out
+    # The verdict stays honest: the ignored findings still stop the server, and the reason is printed.
+    assert "will not load (ignored by configuration)" in out
+    assert "left out: per-tensor-ignores `model.layers.78.*`: the MTP layer is not served" in out
     assert "2 by rule selection and ignores" in err and "ckptlint.toml" in err
 
 
@@ -263,8 +267,12 @@ def test_plan_and_fix_take_target_and_deployment_from_config(ckpt, capsys):
 
 
 def test_plan_without_single_target_is_usage_error(ckpt, capsys):
-    code, _, err = ckptlint(capsys, "plan", str(ckpt))
+    code, out, err = ckptlint(capsys, "fix", str(ckpt))
     assert code == 2 and "--target" in err
+    # plan, like inspect, defaults to the newest verified SGLang release and says so
+    code, out, err = ckptlint(capsys, "plan", str(ckpt))
+    newest = [t.id for t in newest_targets() if t.framework == "sglang"][0]
+    assert code == 0 and f"target: {newest}" in out and f"no --target given: {newest}" in err
     (ckpt / "ckptlint.toml").write_text('target = ["sglang"]\n')
     code, _, err = ckptlint(capsys, "fix", str(ckpt))
     assert code == 2 and "exactly one release" in err

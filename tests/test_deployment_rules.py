@@ -236,9 +236,9 @@ def test_inspect_dsv3_fp8_memory_8_vs_4_h200(dsv3_full):
 def test_inspect_cli_json_and_text(dsv3_full, capsys):
     with pytest.raises(SystemExit) as e:
         main(["inspect", str(dsv3_full), "--gpu", "h200", "--tp", "4", "--format", "json"])
-    assert e.value.code == 0
+    assert e.value.code == 1  # does not fit: inspect fails
     out = json.loads(capsys.readouterr().out)
-    assert out["fits"] is False and out["gpu"] == "h200" and out["tp"] == 4
+    assert out["fits"] is False and out["fit"] == "weights-exceed" and out["gpu"] == "h200" and out["tp"] == 4
     with pytest.raises(SystemExit):
         main(["inspect", str(dsv3_full), "--gpu", "h200", "--tp", "8"])
     text = capsys.readouterr().out

@@ -85,7 +85,7 @@ def test_clean_checkpoint_prints_only_the_report(tmp_path):
     out = github.render(run(fixed, "sglang==0.5.15"))
     head, _, body = split_output(out)
     assert head == []
-    assert "no findings" in body
+    assert "Found 0 finding(s)" in body and "sglang==0.5.15" in body
 
 
 def _report(root: Path, findings: list[Finding]) -> Report:
@@ -126,9 +126,12 @@ def test_untrusted_text_cannot_inject_commands(tmp_path, monkeypatch):
     assert len(annotations) == 1
     kind, props, msg = parse(annotations[0])
     assert kind == "notice" and props["file"] == "ck/config.json"
-    assert "\n" not in msg and "\r" not in msg and unescape(msg).count(evil) == 2
-    # The plain report does quote it line by line, but only inside the stop-commands block.
-    assert "\n::warning file=a,line=1::injected" in body and token not in body
+    assert "\n" not in msg and "\r" not in msg
+    # Control characters are written as escapes: the text is there, but cannot start a line.
+    shown = evil.replace("\n", "\\n").replace("\r", "\\r")
+    assert unescape(msg).count(shown) == 2
+    assert shown in body and token not in body
+    assert not any(line.lstrip().startswith("::") for line in body.splitlines())
 
 
 def test_checkpoint_outside_working_directory_has_no_file(tmp_path, monkeypatch):

@@ -28,12 +28,15 @@ def test_manifest_validates_with_pre_commit():
 
 
 def test_hook_fields():
-    (hook,) = _hooks()
-    assert hook["id"] == "ckptlint"
-    assert hook["language"] == "python"  # `system` is migrated to `unsupported` in pre-commit 4
-    assert shlex.split(hook["entry"]) == ["ckptlint", "check"]
-    assert hook["pass_filenames"] is False  # one checkpoint directory per run, named in args
-    assert hook.get("always_run", False) is False  # only when a file ckptlint reads changes
+    named, changed = _hooks()
+    assert (named["id"], changed["id"]) == ("ckptlint", "ckptlint-changed")
+    for hook in (named, changed):
+        assert hook["language"] == "python"  # `system` is migrated to `unsupported` in pre-commit 4
+        assert shlex.split(hook["entry"]) == ["ckptlint", "check"]
+        assert hook.get("always_run", False) is False  # only when a file ckptlint reads changes
+        assert hook["require_serial"] is True  # one run sees every file: each checkpoint checked once
+    assert named["pass_filenames"] is False  # the checkpoints are named in args
+    assert changed["pass_filenames"] is True  # the staged files stand for their checkpoints
 
 
 @pytest.mark.parametrize("path, matches", [
@@ -50,13 +53,13 @@ def test_hook_fields():
     ("src/config.json.py", False),
 ])
 def test_files_pattern(path, matches):
-    (hook,) = _hooks()
-    assert bool(re.search(hook["files"], path)) is matches  # pre-commit uses re.search
+    for hook in _hooks():
+        assert bool(re.search(hook["files"], path)) is matches  # pre-commit uses re.search
 
 
 def test_hook_command_runs_ckptlint_check():
     """What pre-commit runs: entry + args (no file names); findings fail the hook (exit 1)."""
-    (hook,) = _hooks()
+    hook = _hooks()[0]
     args = [str(BUGGY), "--target", "sglang==0.5.15"]
     cmd = shlex.split(hook["entry"])
     assert cmd[0] == "ckptlint"
@@ -64,3 +67,15 @@ def test_hook_command_runs_ckptlint_check():
                        timeout=120)
     assert r.returncode == 1, r.stderr
     assert "QD401" in r.stdout
+
+
+def test_changed_hook_checks_each_checkpoint_with_staged_files_once():
+    """What pre-commit runs for ckptlint-changed: entry + args + the staged file names."""
+    hook = _hooks()[1]
+    staged = [str(p) for p in sorted(BUGGY.iterdir()) if re.search(hook["files"], str(p))]
+    assert len(staged) == 4  # config, index, two shards
+    cmd = shlex.split(hook["entry"])
+    r = subprocess.run([sys.executable, "-m", "ckptlint", *cmd[1:], "--target", "sglang==0.5.15", *staged],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stderr
+    assert r.stdout.count(f"{BUGGY}: 3,237 tensors") == 1  # one check of the checkpoint, not four

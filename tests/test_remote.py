@@ -154,14 +154,20 @@ def test_header_larger_than_first_range(tmp_path, serve):
     hub = serve(path)
     rem = _remote(hub, targets=["sglang==0.5.23"])
     assert rem.checkpoint.issues == [] and set(rem.checkpoint.tensors) == {"a", "b"}
+    short = 0
     for s in (S1, S2):
         ranges = [r["range"] for r in hub.requests(s, "cdn")]
         n = rem.checkpoint.shards[s].header_len
         first = int(ranges[0].rsplit("-", 1)[1]) + 1
-        assert ranges[0] == "bytes=0-" + str(first - 1) and first < n + 8
-        assert ranges == [f"bytes=0-{first - 1}", f"bytes={first}-{n + 7}"]
+        assert ranges[0] == "bytes=0-" + str(first - 1)
+        if first < n + 8:  # sized from the index alone: the rest of the header comes in a second range
+            short += 1
+            assert ranges == [f"bytes=0-{first - 1}", f"bytes={first}-{n + 7}"]
+        else:  # sized from a shard already read (the two are read concurrently, so either can be first)
+            assert len(ranges) == 1
         assert len(hub.requests(s, "hub")) == 1  # the second range did not go through the Hub's redirect
-        assert rem.checkpoint.shards[s].bytes_read == n + 8 == hub.served[s]
+        assert rem.checkpoint.shards[s].bytes_read == hub.served[s] >= n + 8
+    assert short >= 1  # at least the first shard read knew nothing of the metadata
     _same(_check(str(path), ["sglang==0.5.23"]), path, rem)
 
 

@@ -13,10 +13,10 @@ def main() -> None:
         sys.stdout.write(f"ckptlint {__version__}\n")
         return
     early = _early_reading(args)
-    import ckptlint.cli
+    from ckptlint.cli import common
     from ckptlint.cli import main as cli_main
 
-    ckptlint.cli.KEEP_UNTIL_EXIT = []  # this process ends with os._exit: nothing needs freeing
+    common.KEEP_UNTIL_EXIT = []  # this process ends with os._exit: nothing needs freeing
 
     code: object = 0
     try:
@@ -41,25 +41,29 @@ def main() -> None:
 
 
 # Options of `ckptlint check` that take a value as the next argument (a test keeps this in step
-# with the command's definition in ckptlint.cli).
+# with the command's definition in ckptlint.cli.check).
 CHECK_VALUE_OPTIONS = frozenset({
     "--target", "-t", "--format", "-f", "--fail-on", "--select", "--ignore", "--extend-select", "--platform",
     "--tp", "--gpu", "--ep", "--output", "-o", "--config", "--baseline", "--write-baseline", "--endpoint",
+    "--kv-cache-fraction", "--color", "--report",
 })
 
 
 def check_path(args: list[str]) -> str | None:
-    """The checkpoint path of a ``check`` command line (``args`` after ``check``), or None."""
+    """The checkpoint path of a ``check`` command line (``args`` after ``check``), or None (also when
+    it names several checkpoints: those are read by worker processes, not here)."""
+    paths: list[str] = []
     it = iter(args)
     for a in it:
         if a == "--":
-            return next(it, None)
+            paths.extend(it)
+            break
         if a.startswith("-") and a != "-":
             if a in CHECK_VALUE_OPTIONS:
                 next(it, None)
             continue
-        return a
-    return None
+        paths.append(a)
+    return paths[0] if len(paths) == 1 else None
 
 
 def _early_reading(args: list[str]) -> bool:

@@ -2,6 +2,10 @@
 
 ``ckptlint check PATH --write-baseline FILE`` stores one fingerprint per current finding;
 ``ckptlint check PATH --baseline FILE`` drops every finding whose fingerprint is in FILE.
+Both work on the findings of single modules, before findings that repeat layer after layer are
+aggregated for display (``ckptlint.engine.finish``): a baseline that accepts one module's defect
+never hides the same defect appearing in another module. (Baselines written before this wrote
+one fingerprint per aggregated finding, for its first module only: rewrite them.)
 
 A fingerprint is built from what identifies the defect, not from how it is worded:
 the rule code, the requested target (``sglang==0.5.15``; none for checkpoint-wide findings),
@@ -39,15 +43,23 @@ class BaselineError(ValueError):
 
 
 def fields(f: "Finding") -> dict[str, Optional[str]]:
+    """The fingerprinted fields. A lone surrogate (a name from a JSON string with an unpaired ``\\ud800``)
+    is written as its escape text, so the baseline file is plain UTF-8 text that reads back (a
+    baseline holding a lone surrogate is refused) and hashes the same."""
+    from ckptlint.render.safe import surrogates_escaped
+
     tensor = min(f.tensors, key=natural_key) if f.tensors else None
-    return {"code": f.code, "target": f.target, "subject": f.module or f.file, "tensor": tensor}
+    subject = f.module or f.file
+    return {"code": f.code, "target": f.target,
+            "subject": surrogates_escaped(subject) if subject else subject,
+            "tensor": surrogates_escaped(tensor) if tensor else tensor}
 
 
 def _hash(flds: dict[str, Optional[str]]) -> str:
     key = json.dumps([flds["code"], flds["target"], flds["subject"], flds["tensor"]], ensure_ascii=False)
     import hashlib  # (here: a check without a baseline does not need it)
 
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def fingerprint(f: "Finding") -> str:
@@ -85,7 +97,9 @@ def dumps(findings: Iterable["Finding"]) -> str:
     ordered = sorted(entries.values(), key=lambda e: (e["target"] or "", e["code"], natural_key(e["subject"] or ""),
                                                         e["tensor"] or ""))
     doc = {"ckptlint_baseline": BASELINE_VERSION, "ckptlint_version": __version__, "findings": ordered}
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    from ckptlint.render.safe import dumps
+
+    return dumps(doc, indent=2) + "\n"
 
 
 def write(path: str | Path, findings: Iterable["Finding"]) -> int:
@@ -147,9 +161,3 @@ def filter_findings(findings: Iterable["Finding"], known: set[str]) -> tuple[lis
         else:
             kept.append(f)
     return kept, dropped
-
-
-def apply_baseline(report, known: set[str]) -> None:
-    """Drop the findings of ``report`` that the baseline knows and count them."""
-    report.findings, dropped = filter_findings(report.findings, known)
-    report.ignored["by_baseline"] = report.ignored.get("by_baseline", 0) + dropped

@@ -22,6 +22,10 @@ class Deployment:
     # SGLang shared-experts fusion: None = the framework's default for the model on that GPU;
     # False = `--disable-shared-experts-fusion`.
     shared_experts_fusion: bool | None = None
+    # Memory fit (DP806): checked when the user states the deployment (--gpu or --tp); the share of
+    # the GPU's memory the KV cache needs at least (None: ckptlint.inspect.DEFAULT_KV_CACHE_FRACTION).
+    memory_check: bool = False
+    kv_cache_fraction: float | None = None
 
     def describe(self, *, platform: str, gpu: str, speculative: bool) -> str:
         spec = "MTP speculative decoding on" if speculative else "speculative decoding off"

@@ -1,4 +1,5 @@
-"""The check pipeline: read once, simulate per target, run rules, sort."""
+"""The check pipeline: read once, simulate per target, run rules, select, apply the baseline,
+aggregate for display, sort."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import gc
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ckptlint import __version__
 from ckptlint.checkpoint import Checkpoint
@@ -17,6 +18,9 @@ from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import RuleContext
 from ckptlint.simulate import Plan, simulate
 from ckptlint.targets import Target
+
+if TYPE_CHECKING:
+    from ckptlint.selection import Selection
 
 SCHEMA_VERSION = 1
 
@@ -32,6 +36,13 @@ class Report:
     # Findings dropped after the check (ckptlint.selection, ckptlint.baseline) and the config file used.
     ignored: dict[str, int] = field(default_factory=lambda: {"by_config": 0, "by_baseline": 0})
     config_file: str | None = None
+    # The selected findings, one per module, before the baseline (see finish), and the findings
+    # configuration or the baseline left out.
+    selected: list[Finding] = field(default_factory=list)
+    accepted: list["Accepted"] = field(default_factory=list)
+    # How the input given became this checkpoint, when it is not the path itself (a shard file
+    # checked as the checkpoint directory that holds it).
+    input_note: str | None = None
 
     def counts(self) -> dict[str, Any]:
         sev = {s.value: 0 for s in Severity}
@@ -47,6 +58,8 @@ class Report:
                 "ignored": dict(self.ignored)}
 
     def to_json(self) -> dict[str, Any]:
+        from ckptlint.verdict import verdicts
+
         return {
             "schema_version": SCHEMA_VERSION,
             "ckptlint_version": __version__,
@@ -59,11 +72,28 @@ class Report:
             "findings": [f.to_json() for f in self.findings],
             "summary": self.counts(),
             "config_file": self.config_file,
+            **({"accepted": [a.to_json() for a in self.accepted]} if self.accepted else {}),
+            "verdicts": {v.target: v.to_json() for v in verdicts(self)},
+            **({"input": {"note": self.input_note}} if self.input_note else {}),
         }
 
 
+@dataclass
+class Accepted:
+    """A finding left out of the report by configuration (``by="config"``: rule selection, a
+    per-tensor or per-module ignore) or by a baseline (``by="baseline"``), with the reason given."""
+
+    finding: Finding
+    by: str
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.finding.to_json(), "accepted_by": self.by, "reason": self.reason}
+
+
 def check(path: str, targets: list[Target], deployment: Deployment | None = None,
-          selected: set[str] | None = None) -> Report:
+          selection: "Selection | None" = None, baseline: set[str] | None = None) -> Report:
+    """Read ``path`` and check it (see :func:`check_loaded`)."""
     t0 = time.perf_counter()
     # The pipeline allocates hundreds of thousands of small objects that all live until the report
     # is rendered: cyclic garbage collection would only rescan them (about a third of the run time
@@ -72,7 +102,7 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
     gc.disable()
     try:
         ckpt = load_checkpoint(path)
-        report = check_loaded(ckpt, targets, deployment, selected)
+        report = check_loaded(ckpt, targets, deployment, selection, baseline)
     finally:
         if was_enabled:
             # Move what the check built out of the collector's reach before turning it back on: the
@@ -84,14 +114,24 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
 
 
 def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment | None = None,
-                 selected: set[str] | None = None) -> Report:
-    """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit)."""
+                 selection: "Selection | None" = None, baseline: set[str] | None = None) -> Report:
+    """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit), then
+    :func:`finish` the report: select, apply the baseline, aggregate for display."""
     from ckptlint import userregex
 
     userregex.reset()  # fresh time budgets for the config's regular expressions (one check at a time)
     deployment = deployment or Deployment()
     t1 = time.perf_counter()
-    rules = [r() for r in ALL_RULES if selected is None or r.code in selected]
+    findings, plans, sim = run_rules(ckpt, targets, deployment)
+    report = Report(ckpt, targets, [], plans, deployment)
+    finish(report, findings, selection, baseline)
+    report.timings.update({"simulate": sim, "rules": time.perf_counter() - t1 - sim})
+    return report
+
+
+def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment) -> tuple[list[Finding], dict[str, Plan], float]:
+    """Every rule on the checkpoint and on each target's plan: (findings, one per module, plans, seconds simulating)."""
+    rules = [r() for r in ALL_RULES]
     findings: list[Finding] = []
     ctx = RuleContext(checkpoint=ckpt, deployment=deployment)
     for rule in rules:
@@ -109,10 +149,53 @@ def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment
         for rule in rules:
             if rule.scope == "target":
                 findings.extend(rule.check(tctx))
-    t2 = time.perf_counter()
-    findings = aggregate(findings)
-    findings.sort(key=Finding.sort_key)
-    return Report(ckpt, targets, findings, plans, deployment, {"simulate": sim, "rules": t2 - t1 - sim})
+    return findings, plans, sim
+
+
+def finish(report: Report, findings: list[Finding], selection: "Selection | None" = None,
+           baseline: set[str] | None = None) -> None:
+    """The pipeline after the rules, in this order: select (rule selection, per-tensor and
+    per-module ignores), apply the baseline, aggregate for display, sort.
+
+    Selection and baseline see one finding per module, so ignoring or baselining one module never
+    hides another module's finding; ``report.selected`` keeps the selected per-module findings
+    (what ``--write-baseline`` records). What they leave out is kept, aggregated the same way, in
+    ``report.accepted`` with its reason, so verdicts can still say what the framework will do."""
+    accepted: list[tuple[Finding, str, str]] = []
+    if selection is not None:
+        kept = []
+        for f in findings:
+            why = selection.dropped_because(f)
+            if why is None:
+                kept.append(f)
+            else:
+                accepted.append((f, "config", why))
+        report.ignored["by_config"] += len(findings) - len(kept)
+        findings = kept
+    report.selected = findings
+    if baseline is not None:
+        from ckptlint.baseline import fingerprint
+
+        kept = []
+        for f in findings:
+            if fingerprint(f) in baseline:
+                accepted.append((f, "baseline", "accepted in the baseline"))
+            else:
+                kept.append(f)
+        report.ignored["by_baseline"] += len(findings) - len(kept)
+        findings = kept
+    report.findings = aggregate(findings)
+    report.findings.sort(key=Finding.sort_key)
+    report.accepted = _aggregate_accepted(accepted)
+
+
+def _aggregate_accepted(accepted: list[tuple[Finding, str, str]]) -> list[Accepted]:
+    groups: dict[tuple[str, str], list[Finding]] = {}
+    for f, by, why in accepted:
+        groups.setdefault((by, why), []).append(f)
+    out = [Accepted(f, by, why) for (by, why), fs in groups.items() for f in aggregate(fs)]
+    out.sort(key=lambda a: a.finding.sort_key())
+    return out
 
 
 _LAYER_INDEX = re.compile(r"(?<=\.)\d+(?=\.)")

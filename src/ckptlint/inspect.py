@@ -14,6 +14,12 @@ The runtime reserve is a stated assumption: by default 8% of the GPU's memory, w
 keeps outside its pool (default ``gpu_memory_utilization = 0.92``, vllm/config/cache.py) for
 activations, CUDA graphs and the allocator; ``--reserve-gib`` sets it. Tensors the target does
 not load (e.g. MTP layers with speculative decoding off) are not counted on the GPU.
+
+The deployment *fits* when the KV cache left is at least ``DEFAULT_KV_CACHE_FRACTION`` (10%) of
+the GPU's memory (``--kv-cache-fraction``): a server whose KV cache is a sliver of the GPU starts
+but serves few sequences, or refuses to start (vLLM, when one sequence of the model's max length
+does not fit). :func:`memory_fit` is shared with rule DP806, which reports the same numbers in
+``ckptlint check --gpu/--tp``.
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ from typing import Any
 
 from ckptlint.checkpoint import DTYPE_BITS, Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment, default_gpu_key
+from ckptlint.render.safe import clean as _clean_text
 
 DEFAULT_RESERVE_FRACTION = 0.08
+# The KV cache must get at least this share of the GPU's memory (after weights and reserve) for a
+# deployment to count as fitting: below it the server starts with room for few sequences, or (vLLM)
+# refuses to start when one sequence of the model's max length does not fit. ``--kv-cache-fraction``.
+DEFAULT_KV_CACHE_FRACTION = 0.10
 _PACKED = {"U8": 2, "I32": 8}  # logical 4-bit values per stored element of packed quantized weights
 
 
@@ -66,7 +77,10 @@ class Inspection:
     not_loaded_bytes: int = 0
     reserve_bytes: int | None = None
     kv_cache_bytes: int | None = None
-    fits: bool | None = None
+    fits: bool | None = None  # the KV cache gets at least kv_cache_needed_bytes
+    fit: str | None = None  # MemoryFit.status
+    kv_cache_needed_bytes: int | None = None
+    kv_cache_fraction: float | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -76,10 +90,95 @@ class Inspection:
         return d
 
 
-def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
-                       reserve_bytes: int | None = None) -> Inspection:
-    from ckptlint.hardware import get_gpu
+@dataclass(frozen=True)
+class MemoryFit:
+    """What one GPU holds under the deployment: weights, the runtime reserve, and the KV cache left.
+
+    ``status``: "fits" (the KV cache gets at least ``kv_needed_bytes``), "tight" (it gets less but
+    more than nothing), "no-kv-cache" (the weights fit but leave nothing for the KV cache) or
+    "weights-exceed" (the weights alone do not fit)."""
+
+    gpu_label: str
+    memory_bytes: int
+    weights_bytes: int
+    reserve_bytes: int
+    kv_cache_bytes: int
+    kv_needed_bytes: int
+    kv_fraction: float
+    status: str
+
+    @property
+    def fits(self) -> bool:
+        return self.status == "fits"
+
+
+def memory_fit(gpu, weights_bytes: int, reserve_bytes: int | None = None,
+               kv_fraction: float | None = None) -> MemoryFit:
+    memory = gpu.memory_bytes
+    reserve = reserve_bytes if reserve_bytes is not None else round(memory * DEFAULT_RESERVE_FRACTION)
+    fraction = DEFAULT_KV_CACHE_FRACTION if kv_fraction is None else kv_fraction
+    kv = memory - weights_bytes - reserve
+    needed = round(memory * fraction)
+    status = ("weights-exceed" if weights_bytes > memory else "no-kv-cache" if kv <= 0 else
+              "tight" if kv < needed else "fits")
+    return MemoryFit(gpu.label, memory, weights_bytes, reserve, kv, needed, fraction, status)
+
+
+def _module_bytes(rm) -> int:
+    return sum(tensor_bytes(t) for s in rm.shards for t in s.tensors)
+
+
+def per_gpu_weights(plan, deployment: Deployment) -> tuple[float, float, set[str]]:
+    """(replicated bytes, sharded bytes per GPU, names of the tensors the plan loads) for a
+    simulated plan under the deployment's TP/EP layout (``hardware/parallel.toml``)."""
     from ckptlint.hardware.parallel import layout
+
+    lay = layout(plan, deployment)
+    seen: set[str] = set()
+    replicated = sharded = 0.0
+    for name, rm in plan.modules.items():
+        mbytes = _module_bytes(rm)
+        seen.update(t.name for s in rm.shards for t in s.tensors)
+        p = lay.get(name)
+        if p is None or p.dim == "replicated" or (p.tp <= 1 and p.ep <= 1):
+            replicated += mbytes
+        elif p.dim == "moe":
+            experts = len({s.expert for s in rm.shards if s.expert is not None}) or 1
+            local = -(-experts // p.ep)
+            sharded += mbytes * local / experts / p.tp
+        else:
+            sharded += mbytes / p.tp
+    return replicated, sharded, seen
+
+
+def _count_schemes(ins: "Inspection", plan) -> None:
+    for rm in plan.modules.values():
+        mbytes = _module_bytes(rm)
+        quantized = bool(rm.decision and rm.decision.quantized and rm.decision.scheme)
+        params = 0
+        for s in rm.shards:
+            w = s.stored.weight
+            if w is None:
+                continue
+            n = _numel(w)
+            if quantized and w.dtype in _PACKED and rm.decision.scheme.pack != 1:
+                n *= rm.decision.scheme.pack
+            params += n
+        if params:
+            ins.weight_params += params
+            if quantized:
+                ins.quantized_params += params
+                ins.quantized_bytes += mbytes
+        row = ins.by_scheme.setdefault(rm.decision.scheme.name if quantized else _float_name(rm),
+                                       {"modules": 0, "params": 0, "bytes": 0})
+        row["modules"] += 1
+        row["params"] += params
+        row["bytes"] += mbytes
+
+
+def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
+                       reserve_bytes: int | None = None, kv_fraction: float | None = None) -> Inspection:
+    from ckptlint.hardware import get_gpu
     from ckptlint.simulate import simulate
 
     plan = simulate(ckpt, target, deployment) if (target is not None and ckpt.config is not None) else None
@@ -103,42 +202,8 @@ def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
         ins.notes.append("load not simulated for the target: per-GPU layout counts every tensor as replicated"
                          if plan is not None else "no target: per-GPU layout not computed")
     if plan is not None and plan.simulated:
-        lay = layout(plan, deployment)
-        seen: set[str] = set()
-        replicated = sharded = 0.0
-        for name, rm in plan.modules.items():
-            mbytes = sum(tensor_bytes(t) for s in rm.shards for t in s.tensors)
-            seen.update(t.name for s in rm.shards for t in s.tensors)
-            quantized = bool(rm.decision and rm.decision.quantized and rm.decision.scheme)
-            sname = rm.decision.scheme.name if quantized else None
-            params = 0
-            for s in rm.shards:
-                w = s.stored.weight
-                if w is None:
-                    continue
-                n = _numel(w)
-                if quantized and w.dtype in _PACKED and rm.decision.scheme.pack != 1:
-                    n *= rm.decision.scheme.pack
-                params += n
-            if params:
-                ins.weight_params += params
-                if quantized:
-                    ins.quantized_params += params
-                    ins.quantized_bytes += mbytes
-            key_s = sname or _float_name(rm)
-            row = ins.by_scheme.setdefault(key_s, {"modules": 0, "params": 0, "bytes": 0})
-            row["modules"] += 1
-            row["params"] += params
-            row["bytes"] += mbytes
-            p = lay.get(name)
-            if p is None or p.dim == "replicated" or (p.tp <= 1 and p.ep <= 1):
-                replicated += mbytes
-            elif p.dim == "moe":
-                experts = len({s.expert for s in rm.shards if s.expert is not None}) or 1
-                local = -(-experts // p.ep)
-                sharded += mbytes * local / experts / p.tp
-            else:
-                sharded += mbytes / p.tp
+        _count_schemes(ins, plan)
+        replicated, sharded, seen = per_gpu_weights(plan, deployment)
         ins.not_loaded_bytes = sum(tensor_bytes(t) for t in ckpt.tensors.values() if t.name not in seen)
         ins.per_gpu_replicated_bytes = round(replicated)
         ins.per_gpu_sharded_bytes = round(sharded)
@@ -146,9 +211,10 @@ def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
     elif plan is not None:
         ins.per_gpu_bytes = ins.total_bytes
     if gpu is not None and ins.per_gpu_bytes is not None:
-        ins.reserve_bytes = reserve_bytes if reserve_bytes is not None else round(gpu.memory_bytes * DEFAULT_RESERVE_FRACTION)
-        ins.kv_cache_bytes = gpu.memory_bytes - ins.per_gpu_bytes - ins.reserve_bytes
-        ins.fits = ins.kv_cache_bytes > 0
+        fit = memory_fit(gpu, ins.per_gpu_bytes, reserve_bytes, kv_fraction)
+        ins.reserve_bytes, ins.kv_cache_bytes = fit.reserve_bytes, fit.kv_cache_bytes
+        ins.kv_cache_needed_bytes, ins.kv_cache_fraction = fit.kv_needed_bytes, fit.kv_fraction
+        ins.fits, ins.fit = fit.fits, fit.status
     return ins
 
 
@@ -162,6 +228,10 @@ def _gib(b: int | float | None) -> str:
 
 
 def render_text(ins: Inspection) -> str:
+    return "\n".join(_clean_text(line) for line in _text_lines(ins)) + "\n"
+
+
+def _text_lines(ins: Inspection) -> list[str]:
     out = [f"checkpoint  {ins.checkpoint}", f"tensors     {ins.tensors:,}   bytes {ins.total_bytes:,} ({_gib(ins.total_bytes)})", ""]
     out.append(f"{'dtype':<12}{'tensors':>10}{'elements':>20}{'bytes':>22}")
     for dt, r in sorted(ins.by_dtype.items(), key=lambda kv: -kv[1]["bytes"]):
@@ -181,10 +251,19 @@ def render_text(ins: Inspection) -> str:
                    f"sharded {_gib(ins.per_gpu_sharded_bytes)}); not loaded {_gib(ins.not_loaded_bytes)}")
     if ins.kv_cache_bytes is not None:
         out.append(f"memory      {_gib(ins.gpu_memory_bytes)} - weights - reserve {_gib(ins.reserve_bytes)} "
-                   f"= KV cache {_gib(ins.kv_cache_bytes)}: {'fits' if ins.fits else 'DOES NOT FIT'}")
+                   f"= KV cache {_gib(ins.kv_cache_bytes)}: {fit_words(ins)}")
     for n in ins.notes:
         out.append(f"note: {n}")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def fit_words(ins: Inspection) -> str:
+    """The verdict on the memory line: fits / TIGHT / DOES NOT FIT, with the KV-cache headroom."""
+    need = f"the KV cache needs {ins.kv_cache_fraction:.0%} of the GPU, {_gib(ins.kv_cache_needed_bytes)}"
+    return {"fits": f"fits ({need})",
+            "tight": f"TIGHT: {need} (--kv-cache-fraction)",
+            "no-kv-cache": "DOES NOT FIT: no memory left for the KV cache",
+            "weights-exceed": "DOES NOT FIT: the weights alone exceed the GPU's memory"}.get(ins.fit or "", "-")
 
 
 def render_json(ins: Inspection) -> str:

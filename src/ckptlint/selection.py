@@ -21,8 +21,10 @@ dropped when its code matches one of ``codes`` and
 * per-module: the finding's ``module`` (the runtime module name shown in the output and by
   ``ckptlint plan``) matches ``pattern``.
 
-Dropped findings count in the report's ``summary.ignored.by_config``; they do not affect the
-exit code.
+Selection runs on the findings of single modules, before they are aggregated for display
+(``ckptlint.engine.finish``), so an ignore that names one module never hides another module's
+finding. Dropped findings count in the report's ``summary.ignored.by_config``; they do not
+affect the exit code.
 """
 
 from __future__ import annotations
@@ -132,7 +134,17 @@ class Selection:
     ignores: list[IgnoreRule] = field(default_factory=list)
 
     def keeps(self, f: "Finding") -> bool:
-        return f.code in self.enabled and not any(r.matches(f) for r in self.ignores)
+        return self.dropped_because(f) is None
+
+    def dropped_because(self, f: "Finding") -> str | None:
+        """Why ``f`` is left out (None: it is reported): the rule is not selected, or the reason of
+        the first per-tensor / per-module ignore that matches it."""
+        if f.code not in self.enabled:
+            return "rule not selected"
+        for r in self.ignores:
+            if r.matches(f):
+                return f"per-{r.kind}-ignores `{r.pattern}`: {r.reason}"
+        return None
 
 
 def filter_findings(findings: Iterable["Finding"], selection: Selection) -> tuple[list["Finding"], int]:
@@ -161,9 +173,3 @@ def build(layers: Iterable[Layer], ignores: Iterable[IgnoreRule] = ()) -> Select
             raise SelectorError("--select names no rule, which would switch every check off "
                                 "(name codes, prefixes or ALL)")
     return Selection(enabled=resolve_layers(layers), ignores=list(ignores))
-
-
-def apply_selection(report, selection: Selection) -> None:
-    """Drop the findings ``selection`` does not keep from ``report`` and count them."""
-    report.findings, dropped = filter_findings(report.findings, selection)
-    report.ignored["by_config"] = report.ignored.get("by_config", 0) + dropped

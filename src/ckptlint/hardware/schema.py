@@ -113,6 +113,9 @@ class FrameworkParallel(_Strict):
     group_error_schemes: list[GroupErrorScheme] = Field(default_factory=list)
     group_source: str
     qkv: QkvHeads | None = None
+    kv_cache_error: str = ""
+    kv_cache_source: str = ""
+    oom_error: str = ""
 
 
 class ParallelData(_Strict):

@@ -11,11 +11,13 @@ rest silently, so at most ``PER_TYPE`` annotations of each type are printed (err
 report's order within a type); a summary line says how many findings were annotated, and the
 plain report after it always lists every finding.
 
-Escaping follows the runner's rules: in the message ``%``, ``\\r``, ``\\n`` become ``%25``,
-``%0D``, ``%0A``; in property values also ``:`` and ``,`` become ``%3A`` and ``%2C``. The plain
-report quotes names from the checkpoint (tensor names, config values), so it is printed between
-``::stop-commands::TOKEN`` and ``::TOKEN::`` with a random token: a line in it that looks like a
-workflow command is not run.
+Text from the checkpoint is first made printable (:func:`ckptlint.render.safe.clean`: control
+characters and lone surrogates as escapes), then escaped by the runner's rules: in the message
+``%``, ``\\r``, ``\\n`` become ``%25``, ``%0D``, ``%0A``; in property values also ``:`` and ``,``
+become ``%3A`` and ``%2C``. The plain report quotes names from the checkpoint (tensor names,
+config values), so it is printed between ``::stop-commands::TOKEN`` and ``::TOKEN::`` with a random
+token: a line in it that looks like a workflow command is not run (and the text report defuses
+such lines anyway).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from ckptlint.engine import Report
 from ckptlint.findings import Finding, Severity
 from ckptlint.render import text as text_render
 from ckptlint.render.locate import Anchor, ArtifactPaths, Locators, anchor
+from ckptlint.render.safe import clean
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 PER_TYPE = 10  # annotations GitHub shows per type and step
@@ -44,36 +47,53 @@ def annotation(f: Finding, a: Anchor, paths: ArtifactPaths) -> str:
     props: list[tuple[str, str]] = []
     file = paths.rel(a.file) if a.file else None
     if file:
-        props.append(("file", file))
+        props.append(("file", clean(file)))
         if a.span is not None:
             props += [("line", str(a.span.line)), ("endLine", str(a.span.line)),
                       ("col", str(a.span.column)), ("endColumn", str(a.span.end_column))]
     title = f"ckptlint {f.code} {f.name}".rstrip() + (f" ({f.target})" if f.target else "")
-    props.append(("title", title))
-    message = f"[{f.consequence.value}] " + f.message
+    props.append(("title", clean(title)))
+    message = f"[{f.consequence.value}] " + clean(f.message)
     if f.error_text:
-        message += f"\nThe framework prints: {f.error_text}"
+        message += f"\nThe framework prints: {clean(f.error_text)}"
     if f.hint:
-        message += f"\nFix: {f.hint}"
+        message += f"\nFix: {clean(f.hint)}"
     head = ",".join(f"{k}={escape_property(v)}" for k, v in props)
     return f"::{COMMAND[f.severity]} {head}::{escape_data(message)}"
 
 
-def render(report: Report) -> str:
+def annotations(report: Report) -> list[tuple[int, str]]:
+    """Every finding's annotation as (severity rank, workflow command), in report order."""
     paths = ArtifactPaths(report.checkpoint.root)
     locs = Locators(report.checkpoint.texts)
-    chosen: list[Finding] = []
+    return [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]
+
+
+def report_text(report: Report) -> str:
+    """The plain report printed after the annotations (no colour: a log)."""
+    return text_render.render(report)
+
+
+def assemble(per_checkpoint: list[list[tuple[int, str]]], texts: list[str]) -> str:
+    """Annotations of one or more checkpoints (at most ``PER_TYPE`` per type, ``PER_JOB`` in all,
+    errors first), a summary line, then the plain reports inside a stop-commands block."""
+    everything = [a for anns in per_checkpoint for a in anns]
+    chosen: list[tuple[int, str]] = []
     for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):
-        of_type = [f for f in report.findings if f.severity is sev]
+        of_type = [a for a in everything if a[0] == sev.rank]
         chosen += of_type[: min(PER_TYPE, PER_JOB - len(chosen))]
-    lines = [annotation(f, anchor(report, f, locs), paths) for f in chosen]
-    total = len(report.findings)
+    lines = [line for _, line in chosen]
+    total = len(everything)
     if total:
-        counts = {s: sum(1 for f in chosen if f.severity is s) for s in COMMAND}
+        counts = {s: sum(1 for r, _ in chosen if r == s.rank) for s in COMMAND}
         lines.append(f"ckptlint: {total} finding(s); annotated {counts[Severity.ERROR]} error(s), "
                      f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} notice(s)"
                      + (f" (GitHub shows at most {PER_TYPE} per type and step)" if len(chosen) < total else "")
                      + "; the full report follows.")
     token = f"ckptlint-{secrets.token_hex(16)}"
     lines.append(f"::stop-commands::{token}")
-    return "\n".join(lines) + "\n" + text_render.render(report) + f"::{token}::\n"
+    return "\n".join(lines) + "\n" + "".join(texts) + f"::{token}::\n"
+
+
+def render(report: Report) -> str:
+    return assemble([annotations(report)], [report_text(report)])

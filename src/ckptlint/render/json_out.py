@@ -1,11 +1,16 @@
-"""JSON report (schema_version 1): plain json.dump, nothing else on stdout."""
+"""JSON report (schema_version 1): plain json.dump (lone surrogates as escapes), nothing else on stdout;
+``jsonl`` writes the same document on one line per checkpoint."""
 
 from __future__ import annotations
 
-import json
-
 from ckptlint.engine import Report
+from ckptlint.render.safe import dumps
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False) + "\n"
+    return dumps(report.to_json(), indent=2) + "\n"
+
+
+def render_line(report: Report) -> str:
+    """The same document on one line (``--format jsonl``: one line per checkpoint)."""
+    return dumps(report.to_json(), separators=(",", ":")) + "\n"

@@ -321,43 +321,62 @@ def anchor(report, f, locs: Locators) -> Anchor:
     """
     plan = report.plans.get(f.target) if f.target else None
     shard_related = [f.file] if f.file and f.file.endswith(".safetensors") else []
+    for rule in (_parse_error, _skip_list, _mtp_count, _target_support, _config_key, _index_key, _tensor_line):
+        found = rule(report, f, locs, plan, shard_related)
+        if found is not None:
+            return found
+    if f.file:
+        return Anchor(f.file)
+    if f.tensors and report.checkpoint.tensors.get(f.tensors[0]) is not None:
+        return Anchor(report.checkpoint.tensors[f.tensors[0]].file)
+    return Anchor(CONFIG if CONFIG in report.checkpoint.texts else None)
 
+
+def _parse_error(report, f, locs: Locators, plan, related) -> Anchor | None:
     if f.file in (CONFIG, HF_QUANT_CONFIG, INDEX) and f.code in ("CF302", "IX201"):
         m = _AT_LINE.search(f.message)
         if m:
             line, col = int(m.group(1)), int(m.group(2))
             return Anchor(f.file, Span(line, col, col + 1))
         return Anchor(f.file)
+    return None
 
-    if f.code in ("QD401", "QD402") and plan is not None and plan.quant is not None:
-        src = plan.quant.source_file
-        section = _quant_section(src)
-        key = plan.exclude_key
-        entries = list(f.data.get("failed_entries") or [])
-        if f.data.get("matched_entry"):
-            entries.insert(0, f.data["matched_entry"])
-        span = None
-        if key:
-            for e in entries:
-                span = locs.value(src, section + (key,), e)
-                if span:
-                    break
-            span = span or locs.key(src, section + (key,))
-        span = span or locs.key(src, section)
-        if span:
-            return Anchor(src, span, shard_related)
 
-    if f.code == "MT701":
-        cfg = report.checkpoint.config or {}
-        draft = (plan.draft if plan is not None and plan.draft is not None else
-                 plan.arch.draft if plan is not None and plan.arch is not None else None)
-        keys = list(draft.count_keys) if draft is not None else []
-        keys += ["num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers"]
-        for k in keys:
-            if k in cfg:
-                return Anchor(CONFIG, locs.key(CONFIG, (k,)))
-        return Anchor(CONFIG)
+def _skip_list(report, f, locs: Locators, plan, related) -> Anchor | None:
+    if f.code not in ("QD401", "QD402") or plan is None or plan.quant is None:
+        return None
+    src = plan.quant.source_file
+    section = _quant_section(src)
+    key = plan.exclude_key
+    entries = list(f.data.get("failed_entries") or [])
+    if f.data.get("matched_entry"):
+        entries.insert(0, f.data["matched_entry"])
+    span = None
+    if key:
+        for e in entries:
+            span = locs.value(src, section + (key,), e)
+            if span:
+                break
+        span = span or locs.key(src, section + (key,))
+    span = span or locs.key(src, section)
+    return Anchor(src, span, related) if span else None
 
+
+def _mtp_count(report, f, locs: Locators, plan, related) -> Anchor | None:
+    if f.code != "MT701":
+        return None
+    cfg = report.checkpoint.config or {}
+    draft = (plan.draft if plan is not None and plan.draft is not None else
+             plan.arch.draft if plan is not None and plan.arch is not None else None)
+    keys = list(draft.count_keys) if draft is not None else []
+    keys += ["num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_layers"]
+    for k in keys:
+        if k in cfg:
+            return Anchor(CONFIG, locs.key(CONFIG, (k,)))
+    return Anchor(CONFIG)
+
+
+def _target_support(report, f, locs: Locators, plan, related) -> Anchor | None:
     if f.code in ("TG601", "TG603", "TG604"):
         if "quantization method" in f.message or "quant method" in f.message:
             src = plan.quant.source_file if plan is not None and plan.quant is not None else CONFIG
@@ -366,59 +385,65 @@ def anchor(report, f, locs: Locators) -> Anchor:
             if span:
                 return Anchor(src, span)
         return Anchor(CONFIG, locs.key(CONFIG, ("architectures",)) or locs.key(CONFIG, ("model_type",)))
-
     if f.code == "TG602":
         return Anchor(CONFIG if CONFIG in report.checkpoint.texts else None)
+    return None
 
-    if f.file in (CONFIG, HF_QUANT_CONFIG):
-        span = None
-        m = _QC_PATH.search(f.message)
-        if m:
-            path = (m.group(1),) + tuple(p for p in m.group(2).split(".") if p)
-            while path and span is None:
-                span = locs.key(f.file, path)
-                path = path[:-1]
+
+def _config_key(report, f, locs: Locators, plan, related) -> Anchor | None:
+    if f.file not in (CONFIG, HF_QUANT_CONFIG):
+        return None
+    span = None
+    m = _QC_PATH.search(f.message)
+    if m:
+        path = (m.group(1),) + tuple(p for p in m.group(2).split(".") if p)
+        while path and span is None:
+            span = locs.key(f.file, path)
+            path = path[:-1]
+    for k in f.data.get("keys") or []:
+        if span:
+            break
+        span = locs.key(f.file, tuple(k.split("."))) or locs.key(f.file, (k,))
+    if span is None and f.code == "CF311":
+        span = locs.key(f.file, _quant_section(f.file))
+    return Anchor(f.file, span)
+
+
+def _index_key(report, f, locs: Locators, plan, related) -> Anchor | None:
+    if f.file != INDEX:
+        return None
+    span = None
+    for t in f.tensors[:5]:
+        span = locs.key(INDEX, ("weight_map", t))
+        if span:
+            break
+    if span is None:
         for k in f.data.get("keys") or []:
+            span = locs.key(INDEX, tuple(k.split(".")))
             if span:
                 break
-            span = locs.key(f.file, tuple(k.split("."))) or locs.key(f.file, (k,))
-        if span is None and f.code == "CF311":
-            span = locs.key(f.file, _quant_section(f.file))
-        return Anchor(f.file, span)
+    if span is None:
+        what = {"IX202": ("weight_map",), "IX208": ("metadata", "total_size"),
+                "IX211": ("metadata", "total_size")}.get(f.code)
+        if what:
+            span = locs.key(INDEX, what) or locs.key(INDEX, what[:1])
+    return Anchor(INDEX, span)
 
-    if f.file == INDEX:
-        span = None
-        for t in f.tensors[:5]:
-            span = locs.key(INDEX, ("weight_map", t))
-            if span:
-                break
-        if span is None:
-            for k in f.data.get("keys") or []:
-                span = locs.key(INDEX, tuple(k.split(".")))
-                if span:
-                    break
-        if span is None:
-            what = {"IX202": ("weight_map",), "IX208": ("metadata", "total_size"),
-                    "IX211": ("metadata", "total_size")}.get(f.code)
-            if what:
-                span = locs.key(INDEX, what) or locs.key(INDEX, what[:1])
-        return Anchor(INDEX, span)
 
-    if INDEX in report.checkpoint.texts:
-        for t in f.tensors[:5]:
-            span = locs.key(INDEX, ("weight_map", t))
-            if span:
-                return Anchor(INDEX, span, shard_related)
-        shard = f.data.get("shard") if isinstance(f.data.get("shard"), str) else f.file
-        if shard and shard.endswith(".safetensors"):
-            span = locs.value(INDEX, ("weight_map",), shard)
-            if span:
-                return Anchor(INDEX, span, shard_related)
-    if f.file:
-        return Anchor(f.file)
-    if f.tensors and report.checkpoint.tensors.get(f.tensors[0]) is not None:
-        return Anchor(report.checkpoint.tensors[f.tensors[0]].file)
-    return Anchor(CONFIG if CONFIG in report.checkpoint.texts else None)
+def _tensor_line(report, f, locs: Locators, plan, related) -> Anchor | None:
+    """A tensor's ``weight_map`` line, else the first entry mapped to the finding's shard."""
+    if INDEX not in report.checkpoint.texts:
+        return None
+    for t in f.tensors[:5]:
+        span = locs.key(INDEX, ("weight_map", t))
+        if span:
+            return Anchor(INDEX, span, related)
+    shard = f.data.get("shard") if isinstance(f.data.get("shard"), str) else f.file
+    if shard and shard.endswith(".safetensors"):
+        span = locs.value(INDEX, ("weight_map",), shard)
+        if span:
+            return Anchor(INDEX, span, related)
+    return None
 
 
 # ------------------------------------------------------------------------------ file paths

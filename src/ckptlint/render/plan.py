@@ -38,7 +38,7 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         return json.dumps({**header, "modules": rows, **extra}, indent=2) + "\n"
     out = [f"{k}: {v}" for k, v in header.items() if v not in (None, [], False)]
     if plan.unsupported:
-        return "\n".join(out) + "\n"
+        return _text(out)
     out += _skip_entries(plan)
     out.append("")
     w = max((len(r["module"]) for r in rows), default=10)
@@ -50,7 +50,7 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         out.append(f"{len(plan.dropped)} checkpoint tensor(s) not loaded by this target, e.g.:")
         for k, v in list(plan.dropped.items())[:5]:
             out.append(f"  {k}: {v}")
-    return "\n".join(out) + "\n"
+    return _text(out)
 
 
 _LIST_NAMES = {"main": "skip list", "draft": "draft skip list", "include": "quantized-module list"}
@@ -80,3 +80,10 @@ def _skip_entries(plan: Plan, limit: int = 40) -> list[str]:
             if len(group) > shown:
                 out.append(f"    ... and {len(group) - shown} more")
     return out
+
+
+def _text(lines: list[str]) -> str:
+    """Plan text with names from the checkpoint printable (control characters, lone surrogates escaped)."""
+    from ckptlint.render.safe import clean, defuse_commands
+
+    return defuse_commands("\n".join(clean(line) for line in lines)) + "\n"

@@ -23,7 +23,10 @@ file) and first tensor in natural order, i.e. the same fields as a ``--baseline`
 The run's invocation says ``executionSuccessful: true`` whatever the exit code: findings are not
 a failed run (exit codes 2 and 3 print no report). GitHub takes at most 25,000 results per run:
 beyond that the most severe are kept and ``properties.results_left_out`` counts the rest (the text
-and JSON reports have them all).
+and JSON reports have them all). Findings left out by a baseline or a per-tensor / per-module ignore
+are results too,
+with ``suppressions`` (kind ``external``, status ``accepted``, the reason as justification): code
+scanning shows them dismissed rather than fixed, since the defect is still there.
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def fingerprint(f: Finding) -> str:
     """Code, requested target, subject (module or file), first tensor: stable across runs and rewording."""
     tensor = min(f.tensors, key=natural_key) if f.tensors else None
     key = json.dumps([f.code, f.target, f.module or f.file, tensor], ensure_ascii=False)
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _region(span: Span) -> dict[str, int]:
@@ -208,6 +211,15 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
         fp = fingerprint(f)
         seen[fp] = seen.get(fp, 0) + 1
         results.append(_result(report, f, index, anchor(report, f, locs), paths, seen[fp], fp))
+    accepted = [a for a in report.accepted if a.reason != "rule not selected"]  # (rules the user did not ask for)
+    for a in accepted[: max(0, MAX_RESULTS - len(results))]:
+        # Left out by configuration or a baseline: still a result, marked suppressed with the reason, so
+        # code scanning keeps the alert dismissed instead of calling the defect fixed.
+        fp = fingerprint(a.finding)
+        seen[fp] = seen.get(fp, 0) + 1
+        res = _result(report, a.finding, index, anchor(report, a.finding, locs), paths, seen[fp], fp)
+        res["suppressions"] = [{"kind": "external", "status": "accepted", "justification": a.reason}]
+        results.append(res)
     driver: dict[str, Any] = {"name": "ckptlint", "version": __version__, "semanticVersion": __version__}
     info = _information_uri()
     if info:
@@ -243,4 +255,6 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
 
 
 def render(report: Report) -> str:
-    return json.dumps(to_sarif(report), indent=2, ensure_ascii=False) + "\n"
+    from ckptlint.render.safe import dumps
+
+    return dumps(to_sarif(report), indent=2) + "\n"

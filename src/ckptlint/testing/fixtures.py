@@ -17,14 +17,17 @@ FIXTURES: dict[str, tuple[Callable[[], Spec], str]] = {
     "glm5-quark-mxfp4-mtp-exclude-prefix": (
         lambda: glm5_quark_mxfp4(mtp_exclude="per-module"),
         "GLM-5-style Quark MXFP4 export (78 layers + NextN layer 78 kept in BF16). `exclude` lists the MTP "
-        "layer's modules under their checkpoint names only, as Quark exports them. SGLang <= 0.5.15 builds the "
-        "draft's `model.eh_proj` and `model.decoder.mlp.experts` MXFP4 and crashes; vLLM 0.11 builds "
-        "`model.layers.78.mlp.experts` MXFP4 (per-expert entries never match a FusedMoE there)."),
+        "layer's modules under their checkpoint names only, as Quark exports them. SGLang 0.5.9-0.5.15 build the "
+        "draft's `model.decoder.mlp.experts` (and 0.5.12-0.5.15 `model.eh_proj`) MXFP4 and crash; vLLM 0.24.0 "
+        "builds `model.layers.78.mlp.experts` MXFP4 (per-expert entries never match a FusedMoE there). SGLang "
+        "0.5.5 and vLLM 0.11.0 have no GLM-5 model class. Loads on SGLang 0.5.16+ and vLLM 0.26.0+."),
     "glm5-quark-mxfp4-mtp-exclude-prefix-fixed": (
         lambda: glm5_quark_mxfp4(mtp_exclude="fixed"),
         "The fixed twin: the same exclude list plus the runtime names an operator adds by hand "
         "(`model.decoder.*`, `model.eh_proj`, and the FusedMoE prefixes `model.decoder.mlp.experts` and "
-        "`model.layers.78.mlp.experts`). Clean on every target."),
+        "`model.layers.78.mlp.experts`). Loads on SGLang 0.5.12-0.5.23 and vLLM 0.24.0-0.33.0. SGLang 0.5.9 "
+        "still fails: it matches the exclude list against fused runtime names (`model.layers.0.mlp.gate_up_proj`), "
+        "which the list does not name. SGLang 0.5.5 and vLLM 0.11.0 have no GLM-5 model class."),
     "glm5-quark-mxfp4-mtp-exclude-glob": (
         lambda: glm5_quark_mxfp4(mtp_exclude="glob"),
         "The MTP layer excluded with the glob `model.layers.78.*`, which Quark `exclude` matching (exact or "

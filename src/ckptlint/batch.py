@@ -1,0 +1,225 @@
+"""Checking one checkpoint, or many at once: what ``ckptlint check`` and ``ckptlint upgrade`` run
+for each checkpoint (:func:`check_one`) and how many checkpoints are run concurrently
+(:func:`run_many`).
+
+A checkpoint's result is an :class:`Outcome`: its report rendered in the requested format, its
+verdict per release (:mod:`ckptlint.verdict`), whether it fails the run, and the lines for
+stderr. A problem with one checkpoint of many (not a checkpoint, a bad settings file beside it) is
+its outcome's ``error``; the others are still checked.
+
+Several checkpoints run in worker processes (forked where the platform can, so rules and target
+data are imported once), as many as there are CPUs (``CKPTLINT_JOBS`` sets it; at least 4 when a
+checkpoint is remote, since those wait on the network). Results come back in the order the
+checkpoints were given, each as soon as it and those before it are done.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ckptlint.cli import common
+from ckptlint.cli.common import SharedArgs, UsageError
+from ckptlint.inputs import not_a_checkpoint, resolve_input
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What to check and how to report it, the same for every checkpoint of a run (picklable)."""
+
+    shared: SharedArgs = SharedArgs()
+    targets: tuple[str, ...] | None = None  # --target specs; None: the settings' or the default
+    formats: tuple[str, ...] = ("text",)  # text | markdown | json | jsonl | sarif | github; () for none
+    fail_on: str | None = None
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    baseline: str | None = None
+    write_baseline: str | None = None
+    kv_cache_fraction: float | None = None
+    color: bool = False
+    width: int = 100
+    progress: bool = False  # a progress line while reading shards (one checkpoint on a terminal)
+    many: bool = False  # one of several checkpoints (Markdown sections one level down)
+
+
+@dataclass
+class Outcome:
+    path: str
+    outputs: dict[str, str] = field(default_factory=dict)  # format -> the report in it
+    annotations: list[tuple[int, str]] = field(default_factory=list)  # github: (severity rank, line)
+    targets: list[str] = field(default_factory=list)
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    failing: bool = False
+    error: str | None = None
+    notes: list[str] = field(default_factory=list)  # for stderr
+    seconds: float = 0.0
+
+
+def _selection(cfg, req: CheckRequest):
+    from ckptlint import baseline as bl
+    from ckptlint import selection as sel
+
+    try:
+        selection = sel.build([cfg.selection_layer(), sel.Layer(
+            select=list(req.select) if req.select is not None else None,
+            extend_select=req.extend_select or (), ignore=req.ignore or ())], cfg.ignore_rules())
+        known = bl.load(req.baseline) if req.baseline else None
+    except (sel.SelectorError, bl.BaselineError) as exc:
+        raise UsageError(str(exc)) from None
+    return selection, known
+
+
+def _report(path: str, req: CheckRequest, out: Outcome):
+    """Read and check one checkpoint: the finished report (selected, baselined, aggregated)."""
+    import contextlib
+
+    from ckptlint.engine import check as run_check
+    from ckptlint.reader import NotACheckpoint, Source, open_path
+
+    target, note = resolve_input(path)
+    try:
+        src = open_path(target, endpoint=req.shared.endpoint, progress=req.progress)
+    except NotACheckpoint as exc:
+        raise UsageError(str(exc)) from None
+    # A source starts reading shard headers in the background now, while the rest is set up.
+    with src if isinstance(src, Source) else contextlib.nullcontext(src):
+        cfg = common.settings(target, req.shared)
+        selection, known = _selection(cfg, req)
+        targets = common.targets(list(req.targets) if req.targets else cfg.config.target)
+        dep = common.deployment(cfg, req.shared, memory=True, kv_cache_fraction=req.kv_cache_fraction)
+        try:
+            report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
+        except NotACheckpoint as exc:
+            raise UsageError(not_a_checkpoint(src, exc)) from None
+    if common.KEEP_UNTIL_EXIT is not None:
+        common.KEEP_UNTIL_EXIT.append(report)
+    report.input_note = note
+    report.config_file = str(cfg.path) if cfg.path else None
+    if req.write_baseline:
+        _write_baseline(report, req.write_baseline, out)
+    dropped = ([f"{report.ignored['by_config']} by rule selection and ignores"
+                + (f" ({cfg.label})" if cfg.path else "")] if report.ignored["by_config"] else []) \
+        + ([f"{report.ignored['by_baseline']} by baseline {req.baseline}"] if report.ignored["by_baseline"] else [])
+    if dropped:
+        out.notes.append(f"ckptlint: finding(s) ignored: {', '.join(dropped)}")
+    return report, cfg
+
+
+def _write_baseline(report, path: str, out: Outcome) -> None:
+    """Record the selected findings, one fingerprint per module (before any baseline is applied)."""
+    from ckptlint import baseline as bl
+
+    try:
+        n = bl.write(path, report.selected)
+    except bl.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    out.notes.append(f"ckptlint: wrote {n} fingerprint(s) to {path}")
+
+
+def render(report, fmt: str, req: CheckRequest, out: Outcome) -> None:
+    """The report in format ``fmt``, into ``out.outputs`` (github: the text report, and the annotations)."""
+    if fmt == "json":
+        from ckptlint.render.json_out import render as r
+    elif fmt == "jsonl":
+        from ckptlint.render.json_out import render_line as r
+    elif fmt == "sarif":
+        from ckptlint.render.sarif import render as r
+    elif fmt == "markdown":
+        from ckptlint.render.markdown import render as md
+
+        out.outputs[fmt] = md(report, 3 if req.many else 2)
+        return
+    elif fmt == "github":
+        from ckptlint.render import github
+
+        out.annotations = github.annotations(report)
+        out.outputs[fmt] = github.report_text(report)
+        return
+    else:
+        from ckptlint.render.text import Style
+        from ckptlint.render.text import render as text_render
+
+        out.outputs[fmt] = text_render(report, style=Style(color=req.color, width=req.width))
+        return
+    out.outputs[fmt] = r(report)
+
+
+def check_one(path: str, req: CheckRequest) -> Outcome:
+    """Check one checkpoint; a usage problem with it (not a checkpoint, bad settings beside it,
+    unreadable baseline) is the outcome's ``error``."""
+    from ckptlint.findings import Severity
+    from ckptlint.verdict import verdicts
+
+    t0 = time.perf_counter()
+    out = Outcome(path)
+    try:
+        report, cfg = _report(path, req, out)
+    except UsageError as exc:
+        out.error = str(exc)
+        out.seconds = time.perf_counter() - t0
+        return out
+    for fmt in req.formats:
+        render(report, fmt, req, out)
+    out.targets = [t.id for t in report.targets]
+    out.verdicts = [v.to_json() for v in verdicts(report)]
+    threshold = Severity(req.fail_on or cfg.config.fail_on or "error").rank
+    out.failing = any(f.severity.rank >= threshold for f in report.findings) and not req.write_baseline
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+# ----------------------------------------------------------------------------- many at once
+
+def jobs_for(paths: list[str]) -> int:
+    env = os.environ.get("CKPTLINT_JOBS", "").strip()
+    if env.isdecimal() and int(env) > 0:
+        n = int(env)
+    else:
+        n = os.cpu_count() or 1
+        if any(p.startswith("hf://") for p in paths):
+            n = max(n, 4)
+    return max(1, min(n, len(paths)))
+
+
+def _init_worker() -> None:
+    # The run is already parallel over checkpoints: no second process per checkpoint for shard headers.
+    os.environ["CKPTLINT_JOBS"] = "1"
+    common.KEEP_UNTIL_EXIT = None
+
+
+def run_many(paths: list[str], req: CheckRequest, jobs: int | None = None,
+             on_result: Callable[[int, Outcome], None] | None = None) -> list[Outcome]:
+    """Check every path; ``on_result(i, outcome)`` is called in path order as results arrive."""
+    jobs = jobs or jobs_for(paths)
+    results: list[Outcome | None] = [None] * len(paths)
+    emitted = 0
+
+    def arrived(i: int, outcome: Outcome) -> None:
+        nonlocal emitted
+        results[i] = outcome
+        while emitted < len(paths) and results[emitted] is not None:
+            if on_result is not None:
+                on_result(emitted, results[emitted])  # type: ignore[arg-type]
+            emitted += 1
+
+    if jobs <= 1 or len(paths) <= 1:
+        for i, p in enumerate(paths):
+            arrived(i, check_one(p, req))
+        return results  # type: ignore[return-value]
+    for i, outcome in _pool(paths, req, jobs):
+        arrived(i, outcome)
+    return results  # type: ignore[return-value]
+
+
+def _pool(paths: list[str], req: CheckRequest, jobs: int) -> Iterable[tuple[int, Outcome]]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    methods = multiprocessing.get_all_start_methods()
+    ctx = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker) as ex:
+        futures = {ex.submit(check_one, p, req): i for i, p in enumerate(paths)}
+        for fut in as_completed(futures):
+            yield futures[fut], fut.result()

@@ -1,0 +1,65 @@
+"""Command line: ``ckptlint check | upgrade | plan | fix | inspect | targets | rules | rule | gpus``.
+
+One module per command (``check``, ``upgrade``, ``plan``, ``fix``, ``inspect_cmd``, and ``info`` for the listing
+commands); what they share, the deployment and settings options among it, is in ``common``.
+
+Exit codes: 0 no finding at or above ``--fail-on``; 1 findings at or above it; 2 usage error or
+unusable input; 3 internal error (a bug: short message, traceback only with ``--debug``).
+"""
+
+import sys
+
+from ckptlint.cli.common import (  # noqa: F401 (the command line's public names)
+    EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format, Platform, RulesFormat, UsageError)
+
+
+def build_app():
+    import typer
+
+    from ckptlint.cli import check, fix, info, inspect_cmd, plan, upgrade
+
+    app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+                      add_completion=False,
+                      help="Predict whether a quantized LLM checkpoint will load (or load wrong) on a given "
+                           "SGLang or vLLM release, from config.json and safetensors headers alone.")
+    for command in (check.check, upgrade.upgrade, plan.plan, fix.fix, info.targets, info.rules, info.rule,
+                    info.gpus, inspect_cmd.inspect):
+        app.command()(command)
+    return app
+
+
+_build_app = build_app  # the name tests and tools used before the split
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args in (["--version"], ["-V"]):
+        from ckptlint import __version__
+
+        sys.stdout.write(f"ckptlint {__version__}\n")
+        raise SystemExit(EXIT_OK)
+    debug = "--debug" in args
+    if debug:
+        args = [a for a in args if a != "--debug"]
+    try:
+        app = build_app()
+        app(args=args, prog_name="ckptlint", standalone_mode=True)
+    except SystemExit:
+        raise
+    except UsageError as exc:
+        from ckptlint.render.safe import clean
+
+        sys.stderr.write(f"ckptlint: error: {clean(str(exc))}\n")
+        raise SystemExit(EXIT_USAGE)
+    except KeyboardInterrupt:
+        sys.stderr.write("ckptlint: interrupted\n")
+        raise SystemExit(130)
+    except Exception as exc:  # a bug: never a raw traceback unless asked for
+        if debug:
+            import traceback
+
+            traceback.print_exc()
+        sys.stderr.write(f"ckptlint: internal error: {type(exc).__name__}: {exc}\n"
+                         "This is a bug in ckptlint; please report it with the command line "
+                         "(rerun with --debug for the traceback).\n")
+        raise SystemExit(EXIT_INTERNAL)

@@ -1,0 +1,302 @@
+"""What the commands share: exit codes, option types, the deployment and settings options (declared
+once, added to a command by :func:`with_options`), and how targets, settings and the deployment
+are resolved from them."""
+
+import contextlib
+import functools
+import inspect as _inspect
+import operator
+import os
+import re
+from enum import Enum
+from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
+
+import typer
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+# Set by the console entry point (ckptlint._entry), which ends the process with os._exit: a report
+# put here is never freed. Freeing a big checkpoint's report object by object, as the command's
+# frame unwinds, costs ~15 ms at 92,000 tensors for nothing.
+KEEP_UNTIL_EXIT: list | None = None
+
+
+class Format(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class CheckFormat(str, Enum):
+    """``check`` also writes JSON lines, Markdown, SARIF 2.1.0 and GitHub workflow-command annotations."""
+
+    text = "text"
+    json = "json"
+    jsonl = "jsonl"
+    markdown = "markdown"
+    sarif = "sarif"
+    github = "github"
+
+
+class RulesFormat(str, Enum):
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+
+
+class FailOn(str, Enum):
+    error = "error"
+    warning = "warning"
+    info = "info"
+
+
+class Platform(str, Enum):
+    cuda = "cuda"
+    rocm = "rocm"
+
+
+class UsageError(Exception):
+    """A usage error or unusable input: ``main`` prints ``ckptlint: error: MESSAGE`` and exits 2. (An
+    exception rather than an exit, so that a run over many checkpoints can report it for one of
+    them and go on.)"""
+
+
+def usage_error(message: str) -> NoReturn:
+    raise UsageError(message)
+
+
+# ----------------------------------------------------------------------------- shared options
+
+PathArg = Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")]
+KvFractionOpt = Annotated[Optional[float], typer.Option(
+    "--kv-cache-fraction", min=0.0, max=0.9,
+    help="Share of each GPU's memory the KV cache needs after weights and runtime reserve for a "
+         "deployment to fit (default 0.10; memory fit is checked when --gpu or --tp is given).")]
+TargetsOpt = Annotated[Optional[list[str]], typer.Option(
+    "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15), FRAMEWORK for every verified release, or "
+    "bounds such as 'vllm>=0.24'; repeatable. Default: the newest verified release of each framework.")]
+
+
+class SharedArgs(NamedTuple):
+    """The deployment options and the settings-file options as one value (see :func:`with_options`)."""
+
+    speculative: Optional[bool] = None
+    platform: Optional[Platform] = None
+    tp: Optional[int] = None
+    gpu: Optional[str] = None
+    ep: Optional[int] = None
+    dp_attention: bool = False
+    disable_shared_experts_fusion: bool = False
+    config: Optional[str] = None
+    isolated: bool = False
+    endpoint: Optional[str] = None
+
+
+_SHARED: list[tuple[str, Any]] = [
+    ("speculative", Annotated[Optional[bool], typer.Option(
+        "--speculative/--no-speculative",
+        help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one). "
+        "Findings about the MTP layer (missing or mis-stored MTP weights, MT7xx, and the draft model's modules) exist "
+        "only with it on; --no-speculative checks the serving setup without speculative decoding.")]),
+    ("platform", Annotated[Optional[Platform], typer.Option(
+        "--platform", help="cuda or rocm (default: the quant format's native platform).")]),
+    ("tp", Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]),
+    ("gpu", Annotated[Optional[str], typer.Option(
+        "--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]),
+    ("ep", Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]),
+    ("dp_attention", Annotated[bool, typer.Option(
+        "--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]),
+    ("disable_shared_experts_fusion", Annotated[bool, typer.Option(
+        "--disable-shared-experts-fusion",
+        help="Assume SGLang runs with --disable-shared-experts-fusion (default: its own default for the model and GPU).")]),
+    ("config", Annotated[Optional[str], typer.Option(
+        "--config", help="Use this configuration file (ckptlint.toml, or pyproject.toml with [tool.ckptlint]) "
+        "instead of looking next to the checkpoint, then in the current directory.")]),
+    ("isolated", Annotated[bool, typer.Option("--isolated", help="Ignore all configuration files.")]),
+    ("endpoint", Annotated[Optional[str], typer.Option(
+        "--endpoint", help="Hub URL for hf://ORG/REPO[@REVISION] paths (default: $HF_ENDPOINT or https://huggingface.co).")]),
+]
+_SHARED_DEFAULTS = SharedArgs._field_defaults
+
+
+def with_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Give a command the shared deployment and settings options.
+
+    ``func`` declares its own parameters and one parameter ``shared: SharedArgs``; the command
+    typer sees has ``func``'s own parameters followed by every shared option, and ``func`` receives
+    the shared options' values packed into ``shared``."""
+    sig = _inspect.signature(func)
+    own = [p for p in sig.parameters.values() if p.name != "shared"]
+    extra = [_inspect.Parameter(name, _inspect.Parameter.KEYWORD_ONLY, default=_SHARED_DEFAULTS[name], annotation=ann)
+             for name, ann in _SHARED]
+
+    @functools.wraps(func)
+    def command(**kwargs: Any) -> Any:
+        shared = SharedArgs(**{name: kwargs.pop(name) for name, _ in _SHARED})
+        return func(shared=shared, **kwargs)
+
+    params = [p.replace(kind=_inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__  # typer reads the signature above, not func's
+    return command
+
+
+# ----------------------------------------------------------------------------- resolution
+
+def checkpoint_path(path: str) -> str:
+    """The checkpoint a command works on for ``path`` (a shard or config file stands for the
+    checkpoint directory beside it; ``ckptlint.inputs.resolve_input``), said on stderr when it differs."""
+    from ckptlint.inputs import resolve_input
+
+    resolved, note = resolve_input(path)
+    if note and resolved != path:
+        from ckptlint.render.safe import clean
+
+        typer.echo(f"ckptlint: {clean(note)}", err=True)
+    return resolved
+
+
+@contextlib.contextmanager
+def endpoint_env(endpoint: str | None):
+    """``--endpoint`` for code that reads hf:// paths through ``HF_ENDPOINT`` (``fix``): set for the block."""
+    if endpoint is None:
+        yield
+        return
+    old = os.environ.get("HF_ENDPOINT")
+    os.environ["HF_ENDPOINT"] = endpoint
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("HF_ENDPOINT", None)
+        else:
+            os.environ["HF_ENDPOINT"] = old
+
+
+def load(path: str, endpoint: str | None):
+    """Read a checkpoint for ``plan``/``inspect``; unusable input is a usage error."""
+    from ckptlint.inputs import not_a_checkpoint
+    from ckptlint.reader import NotACheckpoint, load_checkpoint, open_path
+
+    src = None
+    try:
+        src = open_path(path, endpoint=endpoint)
+        return load_checkpoint(src)
+    except NotACheckpoint as exc:
+        usage_error(not_a_checkpoint(src, exc))
+
+
+def targets(specs: list[str] | None):
+    """The releases named by ``--target`` specs (deduplicated, in order); none: the newest of each
+    framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,
+    ``sglang``), a spec may bound the verified releases of a framework: ``vllm>=0.24``,
+    ``sglang>=0.5.9,<0.5.20`` (operators ``>=``, ``>``, ``<=``, ``<``)."""
+    from ckptlint.targets import TargetError, newest_targets, resolve
+
+    if not specs:
+        return newest_targets()
+    out, seen = [], set()
+    for spec in specs:
+        try:
+            for t in (_range(spec) if _RANGE.match(spec) else resolve(spec)):
+                if t.id not in seen:
+                    seen.add(t.id)
+                    out.append(t)
+        except TargetError as exc:
+            usage_error(str(exc))
+    return out
+
+
+_RANGE = re.compile(r"^\s*([A-Za-z_-]+)\s*([<>]=?.*)$")
+_BOUND = re.compile(r"^\s*([<>]=?)\s*([0-9][0-9A-Za-z.+]*)\s*$")
+_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+
+
+def _range(spec: str):
+    """The verified releases of a framework within bounds (``vllm>=0.24,<0.33``)."""
+    from ckptlint.targets import TargetError, parse_version, resolve
+
+    m = _RANGE.match(spec)
+    assert m is not None
+    bounds = []
+    for part in m.group(2).split(","):
+        b = _BOUND.match(part)
+        if not b:
+            raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK, FRAMEWORK==VERSION or bounds "
+                              "such as FRAMEWORK>=VERSION,<VERSION")
+        bounds.append((_OPS[b.group(1)], parse_version(b.group(2))))
+    chosen = [t for t in resolve(m.group(1))
+              if all(op(parse_version(t.id.partition("==")[2]), v) for op, v in bounds)]
+    if not chosen:
+        raise TargetError(f"no verified release matches {spec!r} (see `ckptlint targets`)")
+    return chosen
+
+
+def settings(path: str | None, shared: SharedArgs):
+    """The configuration in effect (ckptlint.config); a bad file is a usage error."""
+    from ckptlint.config import ConfigError, load
+
+    try:
+        cfg = load(path, shared.config, shared.isolated)
+    except ConfigError as exc:
+        usage_error(str(exc))
+    for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
+        typer.echo(f"ckptlint: {note}", err=True)
+    return cfg
+
+
+def validate(gpu: Optional[str], tp: int, ep: Optional[int]) -> tuple:
+    """Canonical GPU key and EP size; a usage error (exit 2) for an unknown GPU or an EP that does
+    not divide TP (both frameworks split the MoE intermediate size over TP/EP ranks)."""
+    from ckptlint.hardware import get_gpu, gpu_data
+
+    key = None
+    if gpu is not None:
+        g = get_gpu(gpu)
+        if g is None:
+            usage_error(f"unknown GPU {gpu!r}; known: {', '.join(gpu_data().gpus)} (see `ckptlint gpus`)")
+        key = g.key
+    ep = ep or 1
+    if ep > tp or tp % ep:
+        usage_error(f"--ep {ep} must divide --tp {tp} (experts are split over EP ranks inside the TP group)")
+    return key, ep
+
+
+def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fraction: float | None = None):
+    """Deployment options: command line first, then the configuration file, then the defaults.
+    ``memory``: check memory fit (DP806) when the deployment is stated (--gpu, or a TP size)."""
+    from ckptlint.deployment import Deployment
+
+    c = cfg.config
+    tp = shared.tp or c.tp or 1
+    gpu, ep = validate(shared.gpu, tp, shared.ep)
+    stated = shared.gpu is not None or shared.tp is not None or c.tp is not None
+    return Deployment(speculative=shared.speculative if shared.speculative is not None else c.speculative,
+                      platform=shared.platform.value if shared.platform else c.platform, tp=tp, gpu=gpu, ep=ep,
+                      dp_attention=shared.dp_attention,
+                      shared_experts_fusion=False if shared.disable_shared_experts_fusion else None,
+                      memory_check=memory and stated, kv_cache_fraction=kv_cache_fraction)
+
+
+def newest_sglang():
+    """The default release of ``plan`` and ``inspect``: the newest verified SGLang release."""
+    from ckptlint.targets import newest_targets
+
+    return next(t for t in newest_targets() if t.framework == "sglang")
+
+
+def one_target(target: str | None, cfg, command: str, *, default_newest: bool = False):
+    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it
+    names one, else (``default_newest``) the newest verified SGLang release, said on stderr."""
+    specs = [target] if target else (cfg.config.target or [])
+    if not specs and default_newest:
+        release = newest_sglang()
+        typer.echo(f"ckptlint: {command}: no --target given: {release.id} (the newest verified SGLang release)",
+                   err=True)
+        return release
+    if not specs:
+        usage_error(f"{command} needs --target FRAMEWORK==VERSION")
+    ts = targets(specs)
+    if len(ts) != 1:
+        usage_error(f"{command} takes exactly one release: FRAMEWORK==VERSION")
+    return ts[0]
