@@ -9,8 +9,12 @@ unusable input; 3 internal error (a bug: short message, traceback only with ``--
 
 import sys
 
-from ckptlint.cli.common import (  # noqa: F401 (the command line's public names)
-    EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format, Platform, RulesFormat, UsageError)
+from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format,
+                                 Platform, RulesFormat, UsageError)
+
+# the command line's public names
+__all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "CheckFormat", "FailOn", "Format", "Platform",
+           "RulesFormat", "UsageError", "build_app", "main"]
 
 
 def build_app():
