@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,9 @@ def plan():
 
 
 def test_plan_fields_cannot_be_assigned(plan):
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         plan.fusion = True
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         plan.unsupported = "no"
 
 
@@ -48,7 +47,7 @@ def test_runtime_modules_and_decisions_cannot_be_changed(plan):
     assert isinstance(rm.shards, tuple)
     with pytest.raises(TypeError):
         rm.firsts[("x",)] = rm.shards[0]
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):
         rm.shards[0].stored.quantized = None
 
 

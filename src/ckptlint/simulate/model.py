@@ -1,12 +1,11 @@
 """What a simulation produces: the frozen ``Plan`` and the records it holds.
 
-Every record is immutable once the plan is built (named tuples, frozen dataclasses, read-only
+Every record is immutable once the plan is built (named tuples, read-only
 mappings and tuples): rules read the plan and yield findings; nothing writes into it afterwards.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Mapping, NamedTuple
 
@@ -29,8 +28,7 @@ WEIGHT_SUFFIXES = ("weight", "weight_packed", "qweight", "gate_up_proj_blocks", 
 EMPTY: Mapping[Any, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True, slots=True)
-class Stored:
+class Stored(NamedTuple):
     """What the checkpoint holds for one checkpoint module, as its tensors' (suffix, dtype, shape)
     signature says. One object per distinct signature: the modules stored alike (thousands of
     experts) share it."""
@@ -85,8 +83,7 @@ class Decision(NamedTuple):
     conflict: bool = False  # the skip list treats the shards of this fused module differently
 
 
-@dataclass(frozen=True, slots=True)
-class Mismatch:
+class Mismatch(NamedTuple):
     """A shard whose stored form disagrees with the module the target builds for it."""
 
     shard: Shard
@@ -96,8 +93,7 @@ class Mismatch:
     detail: str
 
 
-@dataclass(frozen=True, slots=True)
-class LayoutIssue:
+class LayoutIssue(NamedTuple):
     """A quantized module's tensor that is missing, unexpected, mis-named, mis-shaped or mis-typed."""
 
     kind: str  # missing | unexpected | scale-name | shape | dtype | group
@@ -111,8 +107,7 @@ class LayoutIssue:
 Dim = Literal["out", "in", "replicated", "vocab", "moe"]
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
+class Placement(NamedTuple):
     """How the deployment splits one runtime module over its ranks."""
 
     dim: Dim
@@ -147,8 +142,7 @@ class RuntimeModule(NamedTuple):
         return [t.name for s in self.shards for t in s.tensors]
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """How one framework release loads one checkpoint under one deployment."""
 
     target: "Target"
@@ -157,11 +151,11 @@ class Plan:
     arch: "Architecture | None"
     quant: "QuantConfig | None"
     method: "MethodRules | None"
-    modules: Mapping[str, RuntimeModule] = field(default_factory=lambda: EMPTY)
-    dropped: Mapping[str, str] = field(default_factory=lambda: EMPTY)  # tensor -> why the target ignores it
+    modules: Mapping[str, RuntimeModule] = EMPTY
+    dropped: Mapping[str, str] = EMPTY  # tensor -> why the target ignores it
     # tensors of checkpoint modules the model class builds nothing for (Architecture.absent), by the
     # outcome of loading them: (pattern, consequence, error, note) -> tensor names
-    absent: Mapping[tuple, tuple[str, ...]] = field(default_factory=lambda: EMPTY)
+    absent: Mapping[tuple, tuple[str, ...]] = EMPTY
     num_hidden_layers: int | None = None
     mtp_layers: tuple[int, ...] = ()  # the first MAX_LISTED_MTP_LAYERS of them
     mtp_count: int = 0  # MTP layers config.json declares (its count key)
@@ -178,7 +172,7 @@ class Plan:
     exclude_draft: tuple[str, ...] = ()
     # every entry of exclude_main, exclude_draft and include, with its origin (ckptlint plan)
     skip_entries: tuple[SkipEntry, ...] = ()
-    packed: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: EMPTY)  # fused name -> shards, as the method sees them (main model)
+    packed: Mapping[str, tuple[str, ...]] = EMPTY  # fused name -> shards, as the method sees them (main model)
     whole_draft_excluded: str | None = None
     assumptions: tuple[str, ...] = ()
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all

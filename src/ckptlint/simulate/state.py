@@ -2,28 +2,27 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType, SimpleNamespace
 from typing import Any
 
 from ckptlint.simulate.model import Decision, Plan, RuntimeModule, Shard
 
 
-@dataclass(slots=True)
 class Building:
     """A runtime module while the stages build it."""
 
-    name: str
-    kind: str
-    loader: str | None
-    role: str  # "main" | "draft" | "extra"
-    shards: list[Shard] = field(default_factory=list)
-    decision: Decision | None = None
-    fused_into: str | None = None
+    __slots__ = ("name", "kind", "loader", "role", "shards", "decision", "fused_into")
+
+    def __init__(self, name: str, kind: str, loader: str | None, role: str, shards: list[Shard] | None = None,
+                 decision: Decision | None = None, fused_into: str | None = None) -> None:
+        self.name, self.kind, self.loader = name, kind, loader
+        self.role = role  # "main" | "draft" | "extra"
+        self.shards = [] if shards is None else shards
+        self.decision = decision
+        self.fused_into = fused_into
 
 
-_DEFAULTS = {f.name: f.default if f.default is not MISSING else f.default_factory()
-             for f in fields(Plan) if f.default is not MISSING or f.default_factory is not MISSING}
+_DEFAULTS = dict(Plan._field_defaults)
 
 
 class State(SimpleNamespace):
