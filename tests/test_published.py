@@ -3,9 +3,9 @@ and index shape, sparse) are clean on every release the released source says ser
 source shows a genuine failure, exactly that failure is asserted, with the releases where it is clean.
 
 A few verdicts depend on skip-list matching that is being made faithful on another branch
-(compressed-tensors `re:` entries in SGLang 0.5.9-0.5.17; ModelOpt testing a fused module's shards
-before its fused-name tail in SGLang 0.5.15+): those cases are strict xfails that name it, so they
-fail the suite as soon as the matching is right and the mark must go."""
+(ModelOpt testing a fused module's shards before its fused-name tail in SGLang 0.5.15+): those cases
+are strict xfails that name it, so they fail the suite as soon as the matching is right and the mark
+must go."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from ckptlint.targets import list_targets
 from helpers import build, run
 
 ALL = [t.id for t in list_targets()]
-SG_CT_SUBSTRING = {"sglang==0.5.9", "sglang==0.5.12", "sglang==0.5.15", "sglang==0.5.16", "sglang==0.5.17"}
 SG_MODELOPT_PACKED = {t for t in ALL if t.startswith("sglang") and t not in ("sglang==0.5.5", "sglang==0.5.9",
                                                                            "sglang==0.5.12")}
 
@@ -58,11 +57,9 @@ def test_gpt_oss_clean_on_every_release(tmp_path, size):
 
 
 @pytest.mark.parametrize("target", ALL)
-def test_kimi_k2_thinking_int4_is_clean(reports, target, request):
-    if target in SG_CT_SUBSTRING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="SGLang 0.5.9-0.5.17 compressed-tensors `ignore`: "
-                                              "`re:` entries are regexes there too (utils.py _is_equal_or_regex_match); "
-                                              "matching fix on branch conformance"))
+def test_kimi_k2_thinking_int4_is_clean(reports, target):
+    # its ignore list is `re:` entries: SGLang 0.5.9-0.5.16 try them as regexes before (instead of) the
+    # case-insensitive substring (compressed_tensors/utils.py _is_equal_or_regex_match)
     assert errors(reports("kimi_k2_thinking_int4"), target) == []
 
 

@@ -142,7 +142,11 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
                 return None, "", [s for s, h in zip(shards, hits) if h is None]
         return None, "", None
     if last in packed:
-        if method.direct_fused_match:
+        if method.direct_fused_match == "literal":
+            hit = name if name in excl.entries else None
+            if hit is not None:
+                return hit, f"the fused name `{name}` (listed literally)", None
+        elif method.direct_fused_match:
             hit = excl.first_match(name)
             if hit is not None:
                 return hit, f"the fused name `{name}`", None

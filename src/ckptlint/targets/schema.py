@@ -9,7 +9,8 @@ ckptlint.matching:
 
 * match modes (how an ignore/exclude entry is compared with a runtime module prefix):
   ``exact``, ``exact_or_regex`` (``re:`` → ``re.match``, else equality), ``substring``,
-  ``substring_ci``, ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
+  ``substring_ci``, ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
+  substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
   match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
   component), ``fnmatch``.
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
@@ -23,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
-    "exact", "exact_or_regex", "substring", "substring_ci", "suffix", "dotted_path",
+    "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
     "glob_component", "fnmatch", "substring_or_fnmatch",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
@@ -106,8 +107,9 @@ class MethodRules(Strict):
     # modelopt: which keys to read when the config comes from hf_quant_config.json.
     exclude_keys_hf_quant_config: list[str] = Field(default_factory=list)
     match: MatchMode = "exact"
-    # Fused modules: test the fused runtime name itself before its shards.
-    direct_fused_match: bool = False
+    # Fused modules: test the fused runtime name itself before its shards (True: under ``match``;
+    # "literal": only an entry equal to the fused name, as written -- `name not in ignore`).
+    direct_fused_match: bool | Literal["literal"] = False
     # Fused-name tail rule of ModelOpt (an entry whose last component is one of these
     # excludes every module whose last component contains it, whatever its layer).
     fused_tail_names: list[str] = Field(default_factory=list)
