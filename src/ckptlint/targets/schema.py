@@ -92,6 +92,28 @@ class MoeSchemeRefusal(Strict):
     error: str
 
 
+class LayerSkipped(Strict):
+    """A shared skip test a quant config runs on every non-MoE layer before its own (SGLang
+    layers/quantization/utils.py, vLLM quantization/utils/quant_utils.py ``is_layer_skipped``): a fused
+    layer (with ``fused_name_first``: not itself matched under ``match``) whose last component is in the
+    model class's packed mapping (else ``fallback_fused``) is tested through its shards under
+    ``match``, which must agree (else the method's ``mixed_shards`` error); any other layer by its own
+    name under ``match``, and then: a layer whose name contains a key of ``all_listed`` is also skipped
+    when every listed replacement of that key is literally an entry; otherwise, a layer whose name
+    contains ``experts_word`` is skipped by an entry containing that word that contains the layer's
+    name (``experts`` = "replace": instead of the ``match`` result; "or": as well). With ``or_main`` the
+    layer is skipped if this test or the method's own test of the layer's runtime name (no shard
+    expansion: the fused name as it is) says so; without it this test alone decides."""
+
+    match: MatchMode
+    fused_name_first: bool = False  # a fused layer's own name matching skips it before its shards are tested
+    fallback_fused: dict[str, list[str]] = Field(default_factory=dict)
+    all_listed: dict[str, list[str]] = Field(default_factory=dict)
+    experts_word: str = "experts"
+    experts: Literal["replace", "or"] = "replace"
+    or_main: bool = True
+
+
 class MethodRules(Strict):
     """How one quant method decides, per runtime module, whether it is built quantized."""
 
@@ -110,6 +132,8 @@ class MethodRules(Strict):
     # Fused modules: test the fused runtime name itself before its shards (True: under ``match``;
     # "literal": only an entry equal to the fused name, as written -- `name not in ignore`).
     direct_fused_match: bool | Literal["literal"] = False
+    # A shared skip test run before the method's own on non-MoE layers (SGLang is_layer_skipped).
+    layer_skipped: LayerSkipped | None = None
     # Fused-name tail rule of ModelOpt (an entry whose last component is one of these
     # excludes every module whose last component contains it, whatever its layer).
     fused_tail_names: list[str] = Field(default_factory=list)
