@@ -34,10 +34,10 @@ def decide(plan: State) -> None:
     skipped = method.layer_skipped
     if skipped is not None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
-        main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), arch.packed_modules_mapping)
+        cls_packed = arch.packed_modules_mapping if skipped.class_mapping else {}
+        main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
         draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
-                              arch.packed_modules_mapping if plan.draft.packed_mapping else {}) \
-            if plan.draft else main_skip
+                              cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
         probe = fmt_mtp(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})

@@ -107,6 +107,7 @@ class LayerSkipped(Strict):
 
     match: MatchMode
     fused_name_first: bool = False  # a fused layer's own name matching skips it before its shards are tested
+    class_mapping: bool = True  # False: the method never passes the model's packed mapping (only fallback_fused)
     fallback_fused: dict[str, list[str]] = Field(default_factory=dict)
     all_listed: dict[str, list[str]] = Field(default_factory=dict)
     experts_word: str = "experts"
