@@ -161,6 +161,8 @@ class Release:
         node = find_def(m, cls)
         if node is None:
             return {}
+        if "self.packed_modules_mapping" in ast.unparse(node):
+            return None  # changed per instance (e.g. only with some quant configs): not a literal
         if any(isinstance(s, (ast.Assign, ast.AnnAssign)) and "packed_modules_mapping" in ast.unparse(
                 s.targets[0] if isinstance(s, ast.Assign) else s.target) for s in node.body):
             return class_literal(m, cls, "packed_modules_mapping")
@@ -171,6 +173,32 @@ class Release:
                 if got:
                     return got
         return {}
+
+    def source_checks(self, target: str) -> list:
+        """Each architecture of ``target``'s data: its ``packed_modules_mapping`` (the fused names
+        ckptlint tests through their shards) against the model class's own, and the class's
+        ``load_weights`` fingerprinted (renaming code that is tracked, not executed)."""
+        from conformance.core import Disagreement
+        from conformance.runner import tracked_arch_classes
+        from ckptlint.targets import resolve
+
+        t = resolve(target)[0]
+        out = []
+        classes = tracked_arch_classes(target)
+        self.load_weights_fingerprints(classes)
+        for cls in classes:
+            if cls not in self.model_index:
+                continue
+            upstream = self.packed_mapping(cls)
+            if upstream is None:
+                continue
+            arch = t.architecture(cls)
+            mine = arch["packed_modules_mapping"] if isinstance(arch, dict) else arch.packed_modules_mapping
+            up = {k: list(v) for k, v in upstream.items() if isinstance(v, (list, tuple))}
+            if {k: list(v) for k, v in dict(mine or {}).items()} != up:
+                out.append(Disagreement("sglang", self.version, "source", "*", "packed_modules_mapping", cls, (),
+                                        f"packed_modules_mapping {up}", f"{dict(mine or {})}"))
+        return out
 
     def load_weights_fingerprints(self, classes: list[str]) -> dict[str, str]:
         out = {}
