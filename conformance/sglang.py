@@ -170,7 +170,7 @@ class Release:
             name = ast.unparse(b).rpartition(".")[2]
             if name in self.model_index:
                 got = self.packed_mapping(name, seen + (cls,))
-                if got:
+                if got is None or got:
                     return got
         return {}
 
