@@ -80,7 +80,22 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
     if mode == "fnmatch":
         rx = re.compile(fnmatch.translate(entry))
         return lambda name: rx.match(name) is not None
+    if mode == "gptq_dynamic":
+        # GPTQModel `dynamic` keys: `-:<regex>` (excludes) or `+:<regex>` / `<regex>` (a per-module
+        # override that keeps the module quantized), each re.match'ed; the first rule that matches decides.
+        rx = compile_user(entry[2:] if entry[:2] in ("-:", "+:") else entry)
+        return rx.match if rx is not None else None
     raise ValueError(f"unknown match mode {mode!r}")
+
+
+def keeps_mode(mode: str) -> bool:
+    """Does ``mode`` have rules that keep a module (first-match lists with positive rules)?"""
+    return mode == "gptq_dynamic"
+
+
+def keeps(mode: str, entry: str) -> bool:
+    """Is ``entry`` a rule that, matching first, keeps the module quantized (stops the search)?"""
+    return mode == "gptq_dynamic" and not entry.startswith("-:")
 
 
 @dataclass
@@ -89,11 +104,17 @@ class CompiledList:
     entries: list[str]
     preds: list[Predicate | None]
 
-    def first_match(self, name: str) -> str | None:
+    def first_rule(self, name: str) -> str | None:
+        """The first entry that matches ``name`` (a keeping rule included), or None."""
         for entry, pred in zip(self.entries, self.preds):
             if pred is not None and pred(name):
                 return entry
         return None
+
+    def first_match(self, name: str) -> str | None:
+        """The entry that excludes ``name``: the first that matches, unless that one keeps it."""
+        hit = self.first_rule(name)
+        return None if hit is None or keeps(self.mode, hit) else hit
 
     def invalid(self) -> list[str]:
         return [e for e, p in zip(self.entries, self.preds) if p is None]

@@ -12,7 +12,9 @@ ckptlint.matching:
   ``substring_ci``, ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
   substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
   match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
-  component), ``fnmatch``.
+  component), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
+  ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
+  first rule that matches decides).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
   method touches), ``lm_head``, ``embedding``, ``router``, ``other``.
 """
@@ -25,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
     "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
-    "glob_component", "fnmatch", "substring_or_fnmatch",
+    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
@@ -146,6 +148,12 @@ class MethodRules(Strict):
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
     # The method never receives the model's packed mapping: fused names are matched as they are.
     no_packed_mapping: bool = False
+    # False: the skip list is tested on a fused module's runtime name only, never on its shards (the
+    # packed mapping still serves the list of quantized modules, ``include_key``).
+    fused_shards: bool = True
+    # Module kinds whose per-module `dynamic` `+:` overrides (GPTQModel) the method applies; other
+    # kinds are built with the base config.
+    dynamic_overrides: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe", "lm_head"])
     # Module kinds this method builds quantized when not excluded.
     quantizes: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe"])
     # Is the model class's checkpoint->runtime name mapper applied to the skip list?
