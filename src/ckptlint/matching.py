@@ -77,6 +77,18 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return name.startswith("language_model.") and entry in name[len("language_model."):]
 
         return either
+    if mode == "glob_full":
+        # vLLM 0.11 NVFP4: an entry holding `*` or `.` is a ModelOpt glob fullmatch'ed against the whole
+        # name; any other entry is left to the exact test before it.
+        if "*" not in entry and "." not in entry:
+            return lambda name: False
+        glob = compile_user(glob_regex(entry), full=True)
+        return glob.match if glob is not None else None
+    if mode == "substring_proper":
+        # A substring other than the whole name (`entry != name and entry in name`), or of the name without
+        # its `language_model.` prefix: an entry equal to the name is left to the exact test before it.
+        lm = "language_model."
+        return lambda name: entry != name and (entry in name or (name.startswith(lm) and entry in name[len(lm):]))
     if mode == "fnmatch":
         rx = re.compile(fnmatch.translate(entry))
         return lambda name: rx.match(name) is not None

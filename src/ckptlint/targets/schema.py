@@ -9,10 +9,12 @@ ckptlint.matching:
 
 * match modes (how an ignore/exclude entry is compared with a runtime module prefix):
   ``exact``, ``exact_or_regex`` (``re:`` → ``re.match``, else equality), ``substring``,
-  ``substring_ci``, ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
+  ``substring_ci``, ``substring_proper`` (a substring other than the whole name, also of the name
+  without ``language_model.``), ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
   substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
   match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
-  component), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
+  component), ``glob_full`` (an entry holding ``*`` or ``.`` as that glob, fullmatch of the whole
+  prefix; other entries never), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
   first rule that matches decides).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
@@ -27,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
     "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
-    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic",
+    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
