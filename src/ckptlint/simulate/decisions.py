@@ -197,7 +197,8 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
     if rm.kind == "moe":
         if method.moe == "never":
             return None, "", None
-        hit = excl.first_match(name)
+        # every mode but "expert0" tests the FusedMoE's own name first; "expert0" only expert 0's projections
+        hit = excl.first_match(name) if method.moe != "expert0" else None
         if hit is not None:
             return hit, f"`{name}`", None
         if method.moe == "children":

@@ -144,7 +144,8 @@ class MethodRules(Strict):
     fused_tail_names: list[str] = Field(default_factory=list)
     # FusedMoE: "prefix" (only an entry matching `…experts` itself), "children" (also any
     # entry that starts with `…experts.`), "reversed_substring" (prefix is a substring of an
-    # entry containing "experts"), "expert0" (expert 0's projections decide), "never".
+    # entry containing "experts"), "expert0" (expert 0's projections decide; the FusedMoE's own
+    # name is never tested), "never".
     moe: Literal["prefix", "children", "reversed_substring", "expert0", "never"] = "prefix"
     # Fused-module names added to the model class's packed_modules_mapping for this method.
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
