@@ -51,8 +51,12 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return _regex_pred(entry)
         dotted = "." + entry
         return lambda name: name == entry or name.endswith(dotted)
-    if mode == "dotted_path":
+    if mode in ("dotted_path", "dotted_path_strip"):
+        if mode == "dotted_path_strip":  # trailing dots dropped first (an entry `lm_head.` is `lm_head`)
+            entry = entry.rstrip(".")
         start, inner = entry + ".", "." + entry + "."
+        if mode == "dotted_path_strip":
+            return lambda name: (lambda n: n == entry or n.startswith(start) or inner in "." + n + ".")(name.rstrip("."))
         return lambda name: name == entry or name.startswith(start) or inner in "." + name + "."
     if mode == "glob_component":
         glob = compile_user(glob_regex(entry), full=True)

@@ -12,7 +12,7 @@ ckptlint.matching:
   ``substring_ci``, ``substring_proper`` (a substring other than the whole name, also of the name
   without ``language_model.``), ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
   substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
-  match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
+  match), ``dotted_path_strip`` (the same after dropping trailing dots from entry and name), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
   component), ``glob_full`` (an entry holding ``*`` or ``.`` as that glob, fullmatch of the whole
   prefix; other entries never), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
     "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
-    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full",
+    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full", "dotted_path_strip",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
