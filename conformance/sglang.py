@@ -126,7 +126,9 @@ class Release:
         if cls is None or side.quant is None:
             return {}
         qc = copy.deepcopy(side.quant)
-        qc["packed_modules_mapping"] = copy.deepcopy(side.packed)
+        # the loader passes the model class's mapping to every method (model_loader/weight_utils.py),
+        # and DeepseekV2ForCausalLM fills it in __init__, before its layers are built
+        qc["packed_modules_mapping"] = copy.deepcopy(side.loader_packed or side.packed)
         try:
             cfg = cls.from_config(qc)
         except Exception as e:  # noqa: BLE001
