@@ -287,10 +287,13 @@ def _packed_for(side: Side, md: ModuleDecision) -> dict:
 def _with_list(cfg: Any, written: tuple[str, ...], rewritten: tuple[str, ...]) -> Any:
     """Replace the config's skip list (the attribute from_config filled with the entries as written)
     by ckptlint's rewritten list, when ckptlint rewrote it."""
-    if list(written) == list(rewritten):
+    if list(written) == list(rewritten) or not written:
         return cfg
     for attr, val in list(vars(cfg).items()):
-        if isinstance(val, (list, tuple)) and list(val) == list(written) and val:
+        # the list as written, or as from_config stored it with variants added (fp8 0.5.12+ adds the
+        # un-prefixed `layers.N...` form of each entry; ckptlint's rewritten list carries them too)
+        if isinstance(val, (list, tuple)) and val and all(isinstance(x, str) for x in val) \
+                and set(written) <= set(val):
             setattr(cfg, attr, list(rewritten))
     return cfg
 
