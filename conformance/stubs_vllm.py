@@ -39,16 +39,17 @@ class _StubMeta(type):
     """Class-level permissiveness: ``torch.nn.Module``, ``torch.float8_e4m3fn``, ``A | None``."""
 
     def __getattr__(cls, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        # only the stubs themselves are permissive; a real class deriving from one is not
+        if (name.startswith("__") and name.endswith("__")) or "_is_stub" not in cls.__dict__:
             raise AttributeError(name)
-        sub = _StubMeta(name, (StubBase,), {"__module__": cls.__module__})
+        sub = stub_class(name, cls.__module__)
         type.__setattr__(cls, name, sub)
         return sub
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         # a stub used as a decorator hands back what it decorates
         if len(args) == 1 and not kwargs and (inspect.isfunction(args[0]) or inspect.isclass(args[0])) \
-                and cls.__dict__.get("_stub_auto", True):
+                and "_is_stub" in cls.__dict__:
             return args[0]
         return super().__call__(*args, **kwargs)
 
@@ -70,12 +71,13 @@ class _StubMeta(type):
 
 class StubBase(metaclass=_StubMeta):
     """A stub instance: accepts anything, every attribute is another stub, falsy, empty."""
+    _is_stub = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__"):
+        if (name.startswith("__") and name.endswith("__")) or "_is_stub" not in type(self).__dict__:
             raise AttributeError(name)
         return StubBase()
 
@@ -113,6 +115,21 @@ class StubBase(metaclass=_StubMeta):
         return self is other
 
 
+def stub_class(name: str, module: str) -> type:
+    return _StubMeta(name, (StubBase,), {"__module__": module, "_is_stub": True})
+
+
+def combined_metaclass(name: str, bases: tuple, ns: dict, **kw: Any) -> type:
+    """``metaclass=`` for a class whose bases mix stubs and real metaclasses (Protocols, ABCs)."""
+    metas: list[type] = []
+    for b in bases:
+        m = type(b)
+        if not any(issubclass(x, m) for x in metas):
+            metas = [x for x in metas if not issubclass(m, x)] + [m]
+    meta = metas[0] if len(metas) == 1 else type("_Combined", tuple(metas), {})
+    return meta(name, bases, ns, **kw)
+
+
 class StubModule(types.ModuleType):
     """A module whose every attribute is a stub class (or a named stand-in)."""
 
@@ -127,7 +144,7 @@ class StubModule(types.ModuleType):
         if name in self._overrides:
             value = self._overrides[name]
         else:
-            value = _StubMeta(name, (StubBase,), {"__module__": self.__name__})
+            value = stub_class(name, self.__name__)
         setattr(self, name, value)
         return value
 
@@ -326,16 +343,36 @@ class Sandbox:
         mod.__conformance_errors__ = errors  # type: ignore[attr-defined]
         self.modules[name] = mod
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
-        for stmt in tree.body:
-            code = compile(ast.Module([stmt], type_ignores=[]), str(path), "exec")
-            try:
-                exec(code, mod.__dict__)
-            except Exception as exc:  # recorded; the name it defined stays undefined
-                errors.append((stmt.lineno, f"{type(exc).__name__}: {exc}"))
+        saved = sys.modules.get(name)
+        sys.modules[name] = mod  # dataclasses look the defining module up there
+        try:
+            self._run(mod, tree, path, errors)
+        finally:
+            if saved is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = saved
         for key, value in list(mod.__dict__.items()):
             if key in self.overrides and not isinstance(value, types.ModuleType) and _is_stub(value):
                 mod.__dict__[key] = self.overrides[key]
         return mod
+
+    @staticmethod
+    def _run(mod: types.ModuleType, tree: ast.Module, path: Path, errors: list[tuple[int, str]]) -> None:
+        for stmt in tree.body:
+            code = compile(ast.Module([stmt], type_ignores=[]), str(path), "exec")
+            try:
+                try:
+                    exec(code, mod.__dict__)
+                except TypeError as exc:
+                    if not (isinstance(stmt, ast.ClassDef) and "metaclass conflict" in str(exc)):
+                        raise
+                    stmt.keywords.append(ast.keyword("metaclass", ast.Name("__conformance_meta__", ast.Load())))
+                    mod.__dict__["__conformance_meta__"] = combined_metaclass
+                    exec(compile(ast.fix_missing_locations(ast.Module([stmt], type_ignores=[])), str(path), "exec"),
+                         mod.__dict__)
+            except Exception as exc:  # recorded; the name it defined stays undefined
+                errors.append((stmt.lineno, f"{type(exc).__name__}: {exc}"))
 
     def _import(self, name: str, globals: dict | None = None, locals: Any = None, fromlist: Any = (),
                 level: int = 0) -> Any:
@@ -362,7 +399,7 @@ class Sandbox:
                     elif not hasattr(mod, item):
                         # a name the real module failed to define: a stand-in if there is one, else a
                         # stub (the failure is in __conformance_errors__)
-                        setattr(mod, item, self.overrides.get(item) or _StubMeta(item, (StubBase,), {}))
+                        setattr(mod, item, self.overrides.get(item) or stub_class(item, name))
             return mod
         # `import a.b.c` binds `a`: make sure each level exists and is reachable
         parts = name.split(".")

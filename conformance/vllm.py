@@ -1,0 +1,426 @@
+"""vLLM adapters: run a vLLM release's own quantization code on ckptlint's inputs.
+
+Two levels, for every supported release (the source comes from the release's wheel, unpacked
+under ``$CKPTLINT_CONFORMANCE_CACHE/vllm-<version>``; nothing is vendored):
+
+(a) leaf matchers -- the skip-list primitives, called with the list and packed mapping ckptlint
+    computed (``leaf_decision``):
+    ``vllm/model_executor/layers/quantization/utils/quant_utils.py::is_layer_skipped`` (fp8),
+    ``modelopt.py::ModelOpt*Config.is_layer_excluded``,
+    ``compressed_tensors/utils.py::should_ignore_layer``, ``quark/utils.py::should_ignore_layer``,
+    ``utils/gptq_utils.py::get_dynamic_override`` and the AWQ skip test.
+(b) whole configs -- the quant config class vLLM picks for the checkpoint (``override_quantization_method``
+    as vLLM's config does), its ``from_config`` on the checkpoint's quantization config, the model
+    class's ``hf_to_vllm_mapper`` and ``packed_modules_mapping`` (``configure_quant_config`` /
+    ``SupportsQuant``, plus the mapping edits its ``__init__`` makes before building the model), then
+    ``get_quant_method`` on a stand-in layer per runtime module (``Release.decisions``).
+
+A decision is ``"quantized"``, ``"unquantized"`` or ``"error: <message>"`` (the framework refuses,
+e.g. fused shards that disagree).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import hashlib
+import json
+import os
+import types
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance import stubs_vllm as S
+
+VERSIONS = ("0.11.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+
+Q = "vllm.model_executor.layers.quantization"
+MODELS = "vllm.model_executor.models"
+
+# ckptlint method key -> the vLLM quantization names that can serve it, in the order vLLM's config
+# tries their override_quantization_method (the first that claims the checkpoint wins; the last
+# is the plain name).
+METHOD_NAMES = {
+    "fp8": ["fp8"],
+    "modelopt_fp8": ["modelopt"],
+    "modelopt_fp4": ["modelopt_fp4"],
+    "modelopt_mixed": ["modelopt_mixed"],
+    "compressed-tensors": ["compressed-tensors"],
+    "gptq": ["gptq_marlin", "gptq"],
+    "awq": ["awq_marlin", "awq"],
+    "quark": ["quark"],
+    "mxfp4": ["mxfp4"],
+}
+
+# ckptlint runtime-module kinds whose class the model builds with the quant config
+_LAYER_FOR_KIND = {"linear": S.ColumnParallelLinear, "moe": S.FusedMoE, "lm_head": S.ParallelLMHead,
+                   "embedding": S.VocabParallelEmbedding}
+_LAYER_FOR_LOADER = {
+    "QKVParallelLinear": S.QKVParallelLinear, "MergedColumnParallelLinear": S.MergedColumnParallelLinear,
+    "RowParallelLinear": S.RowParallelLinear, "ReplicatedLinear": S.ReplicatedLinear,
+    "ColumnParallelLinear": S.ColumnParallelLinear, "GateLinear": S.ReplicatedLinear, "FusedMoE": S.FusedMoE,
+    "ParallelLMHead": S.ParallelLMHead,
+}
+# kinds the model builds without the quant config (or not as a quantizable layer): vLLM's
+# get_quant_method is never asked about them, so the harness has nothing to compare.
+UNASKED_KINDS = frozenset({"router", "other", "plain"})
+
+SHARDS_DISAGREE = ("some but not all shards", "different quantization schemes", "All MoE projections need",
+                   "same quantization scheme")
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CKPTLINT_CONFORMANCE_CACHE") or Path.home() / ".cache" / "ckptlint-conformance")
+
+
+def source_root(version: str) -> Path:
+    """The unpacked release (``vllm/...`` below it); fetched by conformance.wheels when absent."""
+    root = cache_dir() / f"vllm-{version}"
+    if not (root / "vllm").is_dir():
+        try:
+            from conformance import wheels  # the core's fetcher
+        except ImportError as exc:  # pragma: no cover - the core module ships with the suite
+            raise FileNotFoundError(f"vLLM {version} source not unpacked under {root}") from exc
+        root = Path(wheels.source("vllm", version))
+    return root
+
+
+def _real(name: str) -> bool:
+    """vLLM modules executed from source; every other one is a stub."""
+    if name.startswith(Q):
+        return ".kernels" not in name
+    return name in (f"{MODELS}.utils", f"{MODELS}.interfaces", f"{MODELS}.registry",
+                    "vllm.model_executor.model_loader.utils") or (
+        name.startswith(MODELS + ".") and name.count(".") == 3)
+
+
+@dataclass
+class Layer:
+    """One runtime module as ckptlint names it."""
+    name: str
+    kind: str
+    loader: str | None = None
+    role: str = "main"
+
+
+@dataclass
+class Outcome:
+    decisions: dict[str, str]
+    method: str | None = None  # the vLLM quantization name chosen
+    config_class: str | None = None
+    packed: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Release:
+    """One vLLM release's code, loaded once into a sandbox."""
+
+    def __init__(self, version: str, root: Path | None = None, capability: int = 90) -> None:
+        self.version = version
+        self.root = Path(root) if root is not None else source_root(version)
+        self.sb = S.Sandbox(self.root, _real, capability=capability)
+        torch = self.sb.module("torch")
+        # safetensors dtype names -> the stub torch dtypes (GPTQ infers its quantized list from them)
+        self.sb.overrides["_SAFETENSORS_TO_TORCH_DTYPE"] = {
+            "F16": torch.float16, "BF16": torch.bfloat16, "F32": torch.float32, "F64": torch.float64,
+            "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32, "I64": torch.int64,
+            "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "BOOL": torch.bool}
+        self.qpkg = self.sb.module(Q)
+
+    # --- module loading -------------------------------------------------------------------------
+    def module(self, name: str) -> types.ModuleType:
+        mod = self.sb.module(name)
+        if not isinstance(mod, S.StubModule):
+            S.neutralize_methods(mod)
+        return mod
+
+    def config_class(self, vllm_name: str) -> type:
+        cls = self.qpkg.get_quantization_config(vllm_name)
+        S.neutralize_methods(self.sb.modules[cls.__module__])
+        for name in list(self.sb.modules):
+            if name.startswith(Q):
+                mod = self.sb.modules[name]
+                if not isinstance(mod, S.StubModule):
+                    S.neutralize_methods(mod)
+        return cls
+
+    def model_class(self, arch: str) -> type | None:
+        reg = self.module(f"{MODELS}.registry")
+        table = getattr(reg, "_VLLM_MODELS", None) or {}
+        hit = table.get(arch)
+        if hit is None:
+            return None
+        modname, clsname = hit[0], hit[1]
+        mod = self.module(f"{MODELS}.{modname}")
+        return getattr(mod, clsname, None)
+
+    # --- (b) whole configs ----------------------------------------------------------------------
+    def choose(self, method_key: str, qcfg: dict[str, Any]) -> str:
+        names = METHOD_NAMES.get(method_key, [method_key])
+        for name in names[:-1]:
+            try:
+                cls = self.config_class(name)
+            except (ValueError, KeyError):
+                continue
+            over = getattr(cls, "override_quantization_method", None)
+            if over is not None and over(dict(qcfg), None):
+                return name
+        return names[-1]
+
+    def quant_config(self, method_key: str, qcfg: dict[str, Any], tensor_dtypes: dict[str, str] | None = None):
+        name = self.choose(method_key, qcfg)
+        cls = self.config_class(name)
+        if method_key in ("modelopt_fp8", "modelopt_fp4", "modelopt_mixed"):
+            # vLLM's config picks the ModelOpt class by quant_algo (override_quantization_method)
+            for cand in ("modelopt", "modelopt_fp4", "modelopt_mixed"):
+                try:
+                    c = self.config_class(cand)
+                except (ValueError, KeyError):
+                    continue
+                over = getattr(c, "override_quantization_method", None)
+                if over is not None and over(dict(qcfg), None) == cand:
+                    name, cls = cand, c
+                    break
+        cfg = cls.from_config(copy.deepcopy(qcfg))
+        if tensor_dtypes is not None and hasattr(cfg, "maybe_update_config"):
+            meta = {n: {"dtype": d} for n, d in tensor_dtypes.items()}
+            mod = self.sb.modules[cls.__module__]
+            mod.get_safetensors_params_metadata = lambda *a, **k: meta
+            try:
+                cfg.maybe_update_config("checkpoint", hf_config=None, revision=None)
+            except TypeError:
+                cfg.maybe_update_config("checkpoint")
+        return name, cfg
+
+    def configure(self, cfg: Any, model_cls: type | None, hf_config: dict[str, Any]) -> dict[str, list[str]]:
+        """Hand the model class's mapper and packed mapping to the quant config, as the loader and
+        the class's __new__/__init__ do; returns the mapping the config ends up with."""
+        if model_cls is None:
+            return dict(getattr(cfg, "packed_modules_mapping", {}) or {})
+        saved = _fresh_class_mappings(model_cls)
+        try:
+            loader = self.module("vllm.model_executor.model_loader.utils")
+            configure = getattr(loader, "configure_quant_config", None)
+            if configure is not None:
+                configure(cfg, model_cls)
+            vcfg = _vllm_config(self.sb, hf_config, cfg)
+            inst = model_cls.__new__(model_cls, vllm_config=vcfg, prefix="")
+            _run_init_prefix(model_cls, inst, vcfg, hf_config)
+            return {k: list(v) for k, v in (cfg.packed_modules_mapping or {}).items()}
+        finally:
+            for owner, value in saved:
+                type.__setattr__(owner, "packed_modules_mapping", value)
+
+    def decisions(self, *, arch: str | None, hf_config: dict[str, Any], method_key: str, qcfg: dict[str, Any],
+                  layers: Iterable[Layer], draft_arch: str | None = None,
+                  tensor_dtypes: dict[str, str] | None = None) -> Outcome:
+        out = Outcome({})
+        layers = list(layers)
+        roles = {"main": arch, "draft": draft_arch}
+        for role, cls_name in roles.items():
+            mine = [ly for ly in layers if (ly.role or "main") == role]
+            if not mine:
+                continue
+            name, cfg = self.quant_config(method_key, qcfg, tensor_dtypes)
+            model_cls = self.model_class(cls_name) if cls_name else None
+            if cls_name and model_cls is None:
+                out.notes.append(f"{role}: no model class {cls_name} in the registry")
+            packed = self.configure(cfg, model_cls, hf_config)
+            if role == "main":
+                out.method, out.config_class, out.packed = name, type(cfg).__name__, packed
+            for ly in mine:
+                out.decisions[ly.name] = self.decide(cfg, ly)
+        return out
+
+    @staticmethod
+    def decide(cfg: Any, ly: Layer) -> str:
+        if ly.kind in UNASKED_KINDS:
+            return "unasked"
+        layer_cls = _LAYER_FOR_LOADER.get(ly.loader or "") or _LAYER_FOR_KIND.get(ly.kind)
+        if layer_cls is None:
+            return "unasked"
+        layer = layer_cls(ly.name)
+        try:
+            method = cfg.get_quant_method(layer, prefix=ly.name)
+        except ValueError as exc:
+            if any(s in str(exc) for s in SHARDS_DISAGREE):
+                return f"error: {exc}"
+            raise
+        return classify(method)
+
+    # --- (a) leaf matchers ----------------------------------------------------------------------
+    def leaf(self, method_key: str, prefix: str, entries: list[str], packed: dict[str, list[str]],
+             kind: str = "linear") -> str:
+        """The release's matcher for ``method_key`` on one prefix with ckptlint's skip list:
+        ``excluded``, ``kept`` or ``error: ...``."""
+        try:
+            hit = self._leaf(method_key, prefix, entries, packed, kind)
+        except ValueError as exc:
+            if any(s in str(exc) for s in SHARDS_DISAGREE):
+                return f"error: {exc}"
+            raise
+        return "excluded" if hit else "kept"
+
+    def _leaf(self, method_key: str, prefix: str, entries: list[str], packed: dict[str, list[str]],
+              kind: str) -> bool:
+        if method_key == "fp8":
+            qu = self.module(f"{Q}.utils.quant_utils")
+            return bool(qu.is_layer_skipped(prefix, list(entries), packed))
+        if method_key.startswith("modelopt"):
+            cls = self.config_class({"modelopt_fp8": "modelopt", "modelopt_fp4": "modelopt_fp4"}.get(
+                method_key, "modelopt_mixed"))
+            inst = cls.__new__(cls)
+            inst.exclude_modules = list(entries)
+            inst.packed_modules_mapping = packed
+            return bool(inst.is_layer_excluded(prefix))
+        if method_key == "compressed-tensors":
+            ct = self.module(f"{Q}.compressed_tensors.utils")
+            return bool(ct.should_ignore_layer(prefix, ignore=list(entries), fused_mapping=packed))
+        if method_key == "quark":
+            qu = self.module(f"{Q}.quark.utils")
+            return bool(qu.should_ignore_layer(prefix, ignore=list(entries), fused_mapping=packed))
+        raise KeyError(method_key)
+
+
+def classify(method: Any) -> str:
+    if method is None or getattr(method, "unquantized", False) or type(method).__name__.startswith("Unquantized"):
+        return "unquantized"
+    return "quantized"
+
+
+def _fresh_class_mappings(model_cls: type) -> list[tuple[type, Any]]:
+    """Give every class in the MRO a copy of its packed_modules_mapping (an __init__ edits it in
+    place); returns what to restore."""
+    saved = []
+    for owner in model_cls.__mro__:
+        if "packed_modules_mapping" in owner.__dict__:
+            value = owner.__dict__["packed_modules_mapping"]
+            saved.append((owner, value))
+            type.__setattr__(owner, "packed_modules_mapping", copy.deepcopy(value))
+    return saved
+
+
+def _vllm_config(sb: S.Sandbox, hf_config: dict[str, Any], quant_config: Any) -> Any:
+    hf = _Namespace(hf_config)
+    cfg_mod = sb.module("vllm.config")
+    vcfg = cfg_mod.VllmConfig()  # a stub instance: _find_quant_config's isinstance test holds
+    model_config = types.SimpleNamespace(hf_config=hf, hf_text_config=hf, quantization=None)
+    vcfg.model_config, vcfg.quant_config = model_config, quant_config
+    vcfg.speculative_config = None
+    return vcfg
+
+
+class _Namespace(types.SimpleNamespace):
+    """A Hugging Face config as attributes (missing ones raise AttributeError, as there)."""
+
+    def __init__(self, d: dict[str, Any]) -> None:
+        super().__init__(**{k: (_Namespace(v) if isinstance(v, dict) else v) for k, v in d.items()
+                            if isinstance(k, str) and k.isidentifier()})
+
+    def get_text_config(self) -> "_Namespace":
+        return self
+
+
+def _run_init_prefix(model_cls: type, inst: Any, vcfg: Any, hf_config: dict[str, Any]) -> None:
+    """Run the statements of the class's ``__init__`` that touch ``packed_modules_mapping`` (and
+    the assignments before them that they read), each on its own: the mapping edits a model makes
+    before it builds its layers (DeepSeek's fused_qkv_a_proj when q_lora_rank is set, Qwen3-MoE's
+    gate_up_proj when mlp_only_layers is set)."""
+    init = None
+    for owner in model_cls.__mro__:
+        if "__init__" in owner.__dict__ and owner.__module__.startswith(MODELS):
+            init = owner.__dict__["__init__"]
+            break
+    if init is None or not hasattr(init, "__code__"):
+        return
+    import inspect
+    import textwrap
+    try:
+        src = textwrap.dedent(inspect.getsource(init))
+    except (OSError, TypeError):
+        src = _source_of(init)
+        if src is None:
+            return
+    fn = ast.parse(src).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    body = fn.body
+    last = max((i for i, st in enumerate(body) if "packed_modules_mapping" in ast.unparse(st)), default=-1)
+    if last < 0:
+        return
+    g = init.__globals__
+    local: dict[str, Any] = {"self": inst, "vllm_config": vcfg, "prefix": "", "config": _Namespace(hf_config)}
+    for st in body[: last + 1]:
+        text = ast.unparse(st)
+        if "super()" in text or "self.model =" in text:
+            continue
+        try:
+            exec(compile(ast.Module([st], type_ignores=[]), "<init>", "exec"), g, local)
+        except Exception:
+            continue
+
+
+def _source_of(fn: Any) -> str | None:
+    path = fn.__code__.co_filename
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    except OSError:
+        return None
+    start = fn.__code__.co_firstlineno - 1
+    tree_src = "".join(lines[start:])
+    import textwrap
+    tree_src = textwrap.dedent(tree_src)
+    # cut at the end of the function: parse progressively
+    for end in range(len(tree_src.splitlines()), 0, -1):
+        chunk = "".join(tree_src.splitlines(keepends=True)[:end])
+        try:
+            ast.parse(chunk)
+            return chunk
+        except SyntaxError:
+            continue
+    return None
+
+
+@lru_cache(maxsize=None)
+def release(version: str) -> Release:
+    return Release(version)
+
+
+# --- source fingerprints ------------------------------------------------------------------------
+
+def fingerprint(source: str) -> str:
+    """sha256 of the normalised AST of a source fragment (comments and layout ignored)."""
+    return hashlib.sha256(ast.dump(ast.parse(source)).encode()).hexdigest()[:16]
+
+
+def load_weights_fingerprints(version: str, classes: Iterable[str]) -> dict[str, str]:
+    """``<class>.load_weights`` source fingerprint per tracked model class (through the registry;
+    the method found along the MRO, then the inner model's own load_weights where it delegates)."""
+    rel = release(version)
+    out: dict[str, str] = {}
+    for arch in classes:
+        cls = rel.model_class(arch)
+        if cls is None:
+            out[arch] = "absent"
+            continue
+        parts = []
+        for owner in cls.__mro__:
+            if "load_weights" in owner.__dict__ and owner.__module__.startswith(MODELS):
+                parts.append(_method_source(owner, "load_weights"))
+                break
+        inner = getattr(cls, "model_cls", None)
+        if isinstance(inner, type) and "load_weights" in inner.__dict__:
+            parts.append(_method_source(inner, "load_weights"))
+        mapper = cls.__dict__.get("hf_to_vllm_mapper")
+        if mapper is not None and not isinstance(mapper, S.StubBase):
+            parts.append(json.dumps({k: repr(v) for k, v in sorted(vars(mapper).items())}, sort_keys=True))
+        out[arch] = hashlib.sha256("\n".join(fingerprint(p) if not p.startswith("{") else p
+                                             for p in parts if p).encode()).hexdigest()[:16]
+    return out
+
+
+def _method_source(owner: type, name: str) -> str:
+    fn = owner.__dict__[name]
+    src = _source_of(fn) or ""
+    return src
