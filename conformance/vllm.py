@@ -91,6 +91,8 @@ def _real(name: str) -> bool:
     """vLLM modules executed from source; every other one is a stub."""
     if name.startswith(Q):
         return ".kernels" not in name
+    if name.startswith("vllm.models."):  # per-model packages (0.30+), not their kernels
+        return not any(p in name.split(".") for p in ("ops", "kernels"))
     return name in (f"{MODELS}.utils", f"{MODELS}.interfaces", f"{MODELS}.registry",
                     "vllm.model_executor.model_loader.utils") or (
         name.startswith(MODELS + ".") and name.count(".") == 3)
@@ -149,11 +151,11 @@ class Release:
     def model_class(self, arch: str) -> type | None:
         reg = self.module(f"{MODELS}.registry")
         table = getattr(reg, "_VLLM_MODELS", None) or {}
-        hit = table.get(arch)
+        hit = table.get(arch) or next((v for v in table.values() if v[1] == arch), None)
         if hit is None:
             return None
         modname, clsname = hit[0], hit[1]
-        mod = self.module(f"{MODELS}.{modname}")
+        mod = self.module(modname if modname.startswith("vllm.") else f"{MODELS}.{modname}")
         return getattr(mod, clsname, None)
 
     # --- (b) whole configs ----------------------------------------------------------------------
