@@ -323,7 +323,12 @@ class Sandbox:
             return self.modules[name]
         top = name.split(".")[0]
         if top in _REAL_EXTERNAL:
-            return importlib.import_module(name)
+            try:
+                return importlib.import_module(name)
+            except ImportError:
+                if name == "regex":  # vLLM imports `regex as re`; the standard module serves here
+                    return importlib.import_module("re")
+                raise
         path = self.source_path(name) if top == "vllm" else None
         if path is None or not self.real(name):
             mod: types.ModuleType = StubModule(name, self.overrides)
@@ -418,11 +423,17 @@ def _is_stub(value: Any) -> bool:
 
 
 def neutralize_methods(mod: types.ModuleType) -> None:
-    """Quantize-method classes defined in a real module: construction records its arguments and
-    nothing else (their __init__ probes kernels; only which class is chosen matters)."""
+    """Quantize-method classes defined in a real module (named ``*Method``, or deriving from a
+    stubbed base such as ``FusedMoEMethodBase``): construction records its arguments and nothing
+    else (their __init__ probes kernels; only which class is chosen matters)."""
     for value in list(vars(mod).values()):
-        if inspect.isclass(value) and value.__module__ == mod.__name__ and value.__name__.endswith("Method") \
-                and "__init__" in value.__dict__:
+        if not (inspect.isclass(value) and value.__module__ == mod.__name__) or "__conformance_neutral__" in vars(value):
+            continue
+        if "Config" in value.__name__ and not value.__name__.endswith("Method"):
+            continue
+        stub_based = any("_is_stub" in vars(b) for b in value.__mro__[1:])
+        if value.__name__.endswith("Method") or stub_based:
             def init(self, *args, **kwargs):
                 self.args, self.kwargs = args, kwargs
             value.__init__ = init
+            value.__conformance_neutral__ = True

@@ -25,7 +25,6 @@ import ast
 import copy
 import hashlib
 import json
-import os
 import types
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -71,20 +70,11 @@ SHARDS_DISAGREE = ("some but not all shards", "different quantization schemes", 
                    "same quantization scheme")
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CKPTLINT_CONFORMANCE_CACHE") or Path.home() / ".cache" / "ckptlint-conformance")
+def source_root(version: str, download: bool = True) -> Path:
+    """The unpacked release (``vllm/...`` below it), from the wheel cache (conformance.wheels)."""
+    from conformance import wheels
 
-
-def source_root(version: str) -> Path:
-    """The unpacked release (``vllm/...`` below it); fetched by conformance.wheels when absent."""
-    root = cache_dir() / f"vllm-{version}"
-    if not (root / "vllm").is_dir():
-        try:
-            from conformance import wheels  # the core's fetcher
-        except ImportError as exc:  # pragma: no cover - the core module ships with the suite
-            raise FileNotFoundError(f"vLLM {version} source not unpacked under {root}") from exc
-        root = Path(wheels.source("vllm", version))
-    return root
+    return Path(wheels.source_dir("vllm", version, download=download))
 
 
 def _real(name: str) -> bool:
@@ -220,18 +210,21 @@ class Release:
                   tensor_dtypes: dict[str, str] | None = None) -> Outcome:
         out = Outcome({})
         layers = list(layers)
-        roles = {"main": arch, "draft": draft_arch}
-        for role, cls_name in roles.items():
+        # one quant config object for the target model and its draft: the proposer's VllmConfig is a
+        # dataclasses.replace of the target's (v1/spec_decode), so the draft class is configured on
+        # top of the target's mapper and packed mapping (a class without them changes nothing)
+        name, cfg = self.quant_config(method_key, qcfg, tensor_dtypes)
+        out.method, out.config_class = name, type(cfg).__name__
+        for role, cls_name in (("main", arch), ("draft", draft_arch)):
             mine = [ly for ly in layers if (ly.role or "main") == role]
             if not mine:
                 continue
-            name, cfg = self.quant_config(method_key, qcfg, tensor_dtypes)
             model_cls = self.model_class(cls_name) if cls_name else None
             if cls_name and model_cls is None:
                 out.notes.append(f"{role}: no model class {cls_name} in the registry")
             packed = self.configure(cfg, model_cls, hf_config)
             if role == "main":
-                out.method, out.config_class, out.packed = name, type(cfg).__name__, packed
+                out.packed = packed
             for ly in mine:
                 out.decisions[ly.name] = self.decide(cfg, ly)
         return out
@@ -426,3 +419,53 @@ def _method_source(owner: type, name: str) -> str:
     fn = owner.__dict__[name]
     src = _source_of(fn) or ""
     return src
+
+
+# --- lining the verdicts up with ckptlint (conformance.core) -------------------------------------
+
+LEAF_METHODS = ("fp8", "modelopt_fp8", "modelopt_fp4", "compressed-tensors", "quark")
+
+
+def to_verdict(decision: str):
+    from conformance.core import Verdict
+
+    if decision.startswith("error"):
+        return Verdict(None, decision[len("error: "):])
+    return Verdict(decision == "quantized")
+
+
+def check(side: Any, ckpt: Any = None, *, source: str = "", levels: tuple[str, ...] = ("config", "leaf")) -> list:
+    """Every disagreement between this release's own code and ckptlint's decisions (``side`` from
+    conformance.ckptside.side on a ``vllm==X`` target)."""
+    from conformance.core import compare
+
+    version = side.target.partition("==")[2]
+    rel = release(version)
+    plan = side.plan
+    out: list = []
+    layers = [Layer(md.name, md.kind, plan.modules[key].loader, md.role) for key, md in side.modules.items()
+              if not md.forced]
+    if "config" in levels and side.quant is not None:
+        dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
+        res = rel.decisions(arch=plan.arch_name, hf_config=_config_of(ckpt, plan), method_key=side.method_key,
+                            qcfg=side.quant, layers=layers,
+                            draft_arch=plan.draft.cls if plan.draft is not None else None, tensor_dtypes=dtypes)
+        verdicts = {n: to_verdict(d) for n, d in res.decisions.items() if d != "unasked"}
+        out += compare(side, verdicts, level="config", source=source)
+    if "leaf" in levels and side.method_key in LEAF_METHODS:
+        verdicts = {}
+        for key, md in side.modules.items():
+            if md.kind != "linear" or md.forced or not (md.quantized or md.conflict or
+                                                          md.reason.startswith("excluded")):
+                continue
+            entries = side.exclude_draft if md.role == "draft" else side.exclude_main
+            packed = side.packed if md.role == "main" or plan.draft is None or plan.draft.packed_mapping else {}
+            d = rel.leaf(side.method_key, md.name, list(entries), packed)
+            verdicts[md.name] = to_verdict("quantized" if d == "kept" else "unquantized" if d == "excluded" else d)
+        out += compare(side, verdicts, level="leaf", source=source)
+    return out
+
+
+def _config_of(ckpt: Any, plan: Any) -> dict[str, Any]:
+    cfg = getattr(ckpt, "config", None)
+    return cfg if isinstance(cfg, dict) else {}
