@@ -25,6 +25,7 @@ import ast
 import copy
 import hashlib
 import json
+import os
 import types
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -124,18 +125,19 @@ class Release:
     # --- module loading -------------------------------------------------------------------------
     def module(self, name: str) -> types.ModuleType:
         mod = self.sb.module(name)
-        if not isinstance(mod, S.StubModule):
-            S.neutralize_methods(mod)
+        self._neutralize()
         return mod
+
+    def _neutralize(self) -> None:
+        """Neutralise the quantize-method classes of every quantization module loaded so far (model
+        classes keep their own __init__: it is read for the packed-mapping edits)."""
+        for name, mod in list(self.sb.modules.items()):
+            if name.startswith(Q) and not isinstance(mod, S.StubModule):
+                S.neutralize_methods(mod)
 
     def config_class(self, vllm_name: str) -> type:
         cls = self.qpkg.get_quantization_config(vllm_name)
-        S.neutralize_methods(self.sb.modules[cls.__module__])
-        for name in list(self.sb.modules):
-            if name.startswith(Q):
-                mod = self.sb.modules[name]
-                if not isinstance(mod, S.StubModule):
-                    S.neutralize_methods(mod)
+        self._neutralize()
         return cls
 
     def model_class(self, arch: str) -> type | None:
@@ -328,6 +330,8 @@ def _run_init_prefix(model_cls: type, inst: Any, vcfg: Any, hf_config: dict[str,
         if "__init__" in owner.__dict__ and owner.__module__.startswith(MODELS):
             init = owner.__dict__["__init__"]
             break
+    if os.environ.get("CONFORMANCE_DEBUG"):
+        print("init of", model_cls, "->", getattr(init, "__qualname__", None))
     if init is None or not hasattr(init, "__code__"):
         return
     import inspect
@@ -352,7 +356,9 @@ def _run_init_prefix(model_cls: type, inst: Any, vcfg: Any, hf_config: dict[str,
             continue
         try:
             exec(compile(ast.Module([st], type_ignores=[]), "<init>", "exec"), g, local)
-        except Exception:
+        except Exception as exc:
+            if os.environ.get("CONFORMANCE_DEBUG"):
+                print("init statement skipped:", text[:80], repr(exc))
             continue
 
 
