@@ -192,6 +192,10 @@ class FusedMoE(_Layer):
     pass
 
 
+class RoutedExperts(FusedMoE):
+    """vLLM 0.33's name for the routed-experts layer (compressed-tensors targets match class names)."""
+
+
 class VocabParallelEmbedding(_Layer):
     pass
 
@@ -283,7 +287,7 @@ def stand_ins(capability: int = 90) -> dict[str, Any]:
         "LinearBase": LinearBase, "ReplicatedLinear": ReplicatedLinear,
         "ColumnParallelLinear": ColumnParallelLinear, "MergedColumnParallelLinear": MergedColumnParallelLinear,
         "QKVParallelLinear": QKVParallelLinear, "RowParallelLinear": RowParallelLinear,
-        "FusedMoE": moe, "RoutedExperts": moe, "SharedFusedMoE": moe, "FusedMoEBase": moe,
+        "FusedMoE": moe, "RoutedExperts": RoutedExperts, "SharedFusedMoE": moe, "FusedMoEBase": moe,
         "VocabParallelEmbedding": VocabParallelEmbedding, "ParallelLMHead": ParallelLMHead,
         "Attention": Attention, "MLAAttention": Attention, "AttentionLayerBase": Attention,
         "UnquantizedLinearMethod": UnquantizedLinearMethod, "UnquantizedFusedMoEMethod": UnquantizedFusedMoEMethod,
