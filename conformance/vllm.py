@@ -510,3 +510,95 @@ def check(side: Any, ckpt: Any = None, *, source: str = "", levels: tuple[str, .
 def _config_of(ckpt: Any, plan: Any) -> dict[str, Any]:
     cfg = getattr(ckpt, "config", None)
     return cfg if isinstance(cfg, dict) else {}
+
+
+# --- probes: single-entry skip lists on small models ----------------------------------------------
+
+TRACKED_CLASSES = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepSeekMTP", "Qwen3MoeForCausalLM",
+                   "GlmMoeDsaForCausalLM", "LlamaForCausalLM", "MixtralForCausalLM", "GptOssForCausalLM")
+
+
+def _dense_tensors(layers: int, moe: bool, mla: bool) -> list[tuple[str, str, tuple[int, ...]]]:
+    h = 64
+    out = [("model.embed_tokens.weight", "BF16", (256, h)), ("lm_head.weight", "BF16", (256, h)),
+           ("model.norm.weight", "BF16", (h,))]
+    for i in range(layers):
+        p = f"model.layers.{i}"
+        attn = ["q_a_proj", "kv_a_proj_with_mqa", "q_b_proj", "kv_b_proj", "o_proj"] if mla else \
+            ["q_proj", "k_proj", "v_proj", "o_proj"]
+        mods = [f"{p}.self_attn.{a}" for a in attn]
+        if moe:
+            mods += [f"{p}.mlp.experts.{e}.{x}" for e in range(2) for x in ("gate_proj", "up_proj", "down_proj")]
+            mods += [f"{p}.mlp.gate"]
+        else:
+            mods += [f"{p}.mlp.{x}" for x in ("gate_proj", "up_proj", "down_proj")]
+        out += [(m + ".weight", "BF16", (h, h)) for m in mods]
+        out += [(f"{p}.input_layernorm.weight", "BF16", (h,))]
+    return out
+
+
+PROBE_MODELS = {
+    "llama": ("LlamaForCausalLM", {"model_type": "llama"}, False, False),
+    "qwen3moe": ("Qwen3MoeForCausalLM", {"model_type": "qwen3_moe", "num_experts": 2, "moe_intermediate_size": 64},
+                 True, False),
+    "deepseek": ("DeepseekV3ForCausalLM", {"model_type": "deepseek_v3", "q_lora_rank": 32, "kv_lora_rank": 16,
+                                           "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+                                           "n_routed_experts": 2, "first_k_dense_replace": 0}, True, True),
+}
+
+PROBE_METHODS = {
+    "fp8": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+    "compressed-tensors": {"quant_method": "compressed-tensors", "format": "float-quantized",
+                           "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+                               "num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True,
+                               "dynamic": False}, "input_activations": {"num_bits": 8, "type": "float",
+                                                                        "strategy": "token", "dynamic": True}}}},
+    "modelopt_fp8": {"quant_method": "modelopt", "quant_algo": "FP8"},
+    "quark": {"quant_method": "quark", "global_quant_config": {"weight": {"dtype": "fp8_e4m3", "qscheme": "per_tensor",
+                                                                          "is_dynamic": False},
+                                                               "input_tensors": {"dtype": "fp8_e4m3",
+                                                                                 "qscheme": "per_tensor",
+                                                                                 "is_dynamic": False},
+                                                               "output_tensors": None, "bias": None},
+              "layer_quant_config": {}, "layer_type_quant_config": {},
+              "export": {"kv_cache_group": [], "pack_method": "reorder"}},
+}
+_SKIP_KEY = {"fp8": "ignored_layers", "compressed-tensors": "ignore", "modelopt_fp8": "ignore", "quark": "exclude"}
+
+
+def probe_entries(model: str) -> list[str]:
+    """Single-entry skip lists: parent module, dotted suffix, fused name, shard name, glob, `re:`,
+    bare leaf name."""
+    if model == "deepseek":
+        shard, fused, leaf = "q_a_proj", "fused_qkv_a_proj", "q_a_proj"
+    else:
+        shard, fused, leaf = "q_proj", "qkv_proj", "q_proj"
+    p = "model.layers.0.self_attn"
+    out = [p, f"self_attn.{shard}", f"{p}.{fused}", f"{p}.{shard}", f"{p}.*", f"re:.*{fused}$",
+           f"re:.*self_attn\\.{shard}$", "re:.*self_attn.*", leaf, fused, "model.layers.0.mlp.gate_up_proj",
+           "model.layers.0.mlp.experts", "re:.*mlp.experts.*", "lm_head", "model.layers.0"]
+    if model == "deepseek":
+        out += [f"{p}.q_a_proj", f"{p}.kv_a_proj_with_mqa"]
+    return out
+
+
+def probes():
+    """(probe id, in-memory checkpoint) for every model x method x single-entry skip list."""
+    from conformance.ckptside import in_memory
+
+    for model, (arch, extra, moe, mla) in PROBE_MODELS.items():
+        tensors = _dense_tensors(2, moe, mla)
+        for method, qc in PROBE_METHODS.items():
+            for entry in probe_entries(model):
+                q = copy.deepcopy(qc)
+                q[_SKIP_KEY[method]] = [entry]
+                config = {"architectures": [arch], "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 256,
+                          "intermediate_size": 64, "num_attention_heads": 4, "num_key_value_heads": 4,
+                          "torch_dtype": "bfloat16", **extra}
+                if method == "modelopt_fp8":
+                    q = {"producer": {"name": "modelopt"}, "quantization": {
+                        "quant_algo": "FP8", "exclude_modules": [entry]}}
+                    yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors, hf_quant_config=q)
+                    continue
+                config["quantization_config"] = q
+                yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors)
