@@ -116,3 +116,28 @@ def test_load_weights_fingerprints(version: str) -> None:
     assert set(fps) == set(V.TRACKED_CLASSES)
     assert all(v == "absent" or len(v) == 16 for v in fps.values())
     assert fps["LlamaForCausalLM"] != "absent"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_packed_mapping_matches_target_data(version: str) -> None:
+    """The model class's packed_modules_mapping as vLLM hands it to the quant config (class attribute,
+    SupportsQuant / configure_quant_config, __init__ edits for the probe config) against ckptlint's
+    architecture data."""
+    from ckptlint.targets import resolve
+
+    rel = _release(version)
+    target = resolve(f"vllm=={version}")[0]
+    bad = []
+    for arch, hf in (("Qwen3MoeForCausalLM", {"mlp_only_layers": []}), ("LlamaForCausalLM", {}),
+                     ("DeepseekV3ForCausalLM", {"q_lora_rank": 8, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8}),
+                     ("GlmMoeDsaForCausalLM", {"q_lora_rank": 8, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8})):
+        data = target.architecture(arch)
+        cls = rel.model_class(arch)
+        if data is None or cls is None or data.supported is False:
+            continue
+        _, cfg = rel.quant_config("fp8", {"quant_method": "fp8", "activation_scheme": "dynamic"})
+        got = rel.configure(cfg, cls, hf)
+        want = {k: list(v) for k, v in dict(data.packed_modules_mapping).items()}
+        if got != want:
+            bad.append(f"vllm {version} {arch}: vLLM {got} / ckptlint {want}")
+    assert not bad, "\n".join(bad)
