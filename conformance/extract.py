@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from conformance.stubs import PLATFORM, STANDINS, Stub, platform_function, stub_class
+from conformance.stubs import PLATFORM, STANDINS, VALUES, Stub, platform_function, stub_class
 
 STDLIB = frozenset(sys.stdlib_module_names) - {"__future__"}
 KEEP_DECORATORS = frozenset({
@@ -191,6 +191,22 @@ def _copy(node: ast.AST) -> ast.AST:
     return copy.deepcopy(node)
 
 
+class _Logging:
+    """``logging`` with stub loggers (frameworks patch ``warning_once`` and the like onto theirs)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        import logging
+
+        return getattr(logging, attr)
+
+    @staticmethod
+    def getLogger(name: str | None = None) -> Stub:  # noqa: N802 - logging's name
+        return Stub(f"logger {name}")
+
+
+_LOGGING = _Logging()
+
+
 class ModuleProxy:
     """A framework module bound by ``import pkg.mod``: attributes resolve lazily."""
 
@@ -265,6 +281,8 @@ class Extractor:
         top = module.split(".")[0]
         if top == "regex":
             return re
+        if module == "logging":
+            return _LOGGING
         if top in STDLIB:
             try:
                 return importlib.import_module(module)
@@ -285,6 +303,8 @@ class Extractor:
             return STANDINS[attr]
         if attr in PLATFORM:
             return platform_function(attr)
+        if attr in VALUES:
+            return VALUES[attr]
         if top != self.package or not module.startswith(self.follow_prefixes):
             return Stub(f"{module}.{attr}")
         m = self.module(module)

@@ -73,7 +73,17 @@ class Stub:
         return f"<stub {self._name}>"
 
 
-class StubObject:
+class _StubMeta(type):
+    """Class-level attributes of a stub class that it does not define are factories of its
+    instances (``QuarkMoEMethod.get_moe_method(...)`` builds a QuarkMoEMethod)."""
+
+    def __getattr__(cls, attr: str) -> Any:
+        if attr.startswith("__") and attr.endswith("__"):
+            raise AttributeError(attr)
+        return lambda *a, **k: cls()
+
+
+class StubObject(metaclass=_StubMeta):
     """Base of ``stub_class`` classes: any constructor arguments, unknown attributes are stubs."""
 
     def __init__(self, *args: Any, **kw: Any) -> None:
@@ -130,6 +140,13 @@ PLATFORM: dict[str, bool] = {
     "is_cuda": True, "is_cuda_alike": True, "is_hip": False, "is_npu": False, "is_cpu": False,
     "is_xpu": False, "is_musa": False, "is_hpu": False, "is_mps": False, "is_rocm": False,
     "is_tpu": False, "use_intel_amx_backend": False, "is_flashinfer_available": False,
+}
+
+
+# Device queries, answered for the default GPU of the simulated formats (H100, sm90).
+VALUES: dict[str, Any] = {
+    "get_device_capability": lambda *a, **k: (9, 0),
+    "get_device_sm": lambda *a, **k: 90,
 }
 
 

@@ -1,0 +1,112 @@
+"""Running the suite: every source (fixtures, rule cases, probes) x every target x every module,
+at both levels, plus the source-level checks (packed mappings, load_weights fingerprints).
+
+The framework adapter of ``framework`` is ``conformance.<framework>.Release(version, download=...)``
+with ``leaf_verdicts(side)``, ``config_verdicts(side)``, an ``ex`` (Extractor) whose fingerprints
+are recorded, and optionally ``source_checks(target) -> list[Disagreement]`` and
+``load_weights_fingerprints(classes)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from conformance import ckptside, core
+from conformance.core import Disagreement, Verdict
+
+
+@dataclass
+class Source:
+    id: str
+    ckpt: Any
+
+
+def sources(tmp: Path, *, fixtures: bool = True, cases: bool = True, probes: bool = True) -> list[Source]:
+    out: list[Source] = []
+    if fixtures:
+        out += [Source(str(p.relative_to(ckptside.REPO)), ckptside.load(p)) for p in ckptside.fixture_paths()]
+    if cases:
+        out += [Source(f"tests/cases/{cid}", ckptside.load(p)) for cid, p in ckptside.case_checkpoints(tmp)]
+    if probes:
+        from conformance import probes as pr
+
+        out += [Source(p.id, p.ckpt) for p in pr.probes()]
+    return out
+
+
+@dataclass
+class TargetResult:
+    target: str
+    disagreements: list[Disagreement] = field(default_factory=list)
+    fingerprints: dict[str, str] = field(default_factory=dict)
+    verdicts: dict[tuple[str, str, str], str] = field(default_factory=dict)  # (source, level, module) -> says
+    checked: int = 0
+
+
+def adapter(framework: str):
+    return importlib.import_module(f"conformance.{framework}")
+
+
+def check_target(target: str, srcs: Iterable[Source], *, release: Any = None, data_target: str | None = None,
+                 download: bool = True) -> TargetResult:
+    """Run ``srcs`` through ``release`` (default: the target's own wheel). ``data_target``: the
+    ckptlint target whose data predicts (default ``target``; ``new`` runs the previous release's
+    data against the new wheel)."""
+    fw, _, version = target.partition("==")
+    rel = release or adapter(fw).Release(version, download=download)
+    data_target = data_target or target
+    res = TargetResult(target)
+    for src in srcs:
+        side = ckptside.side(src.ckpt, data_target)
+        if side is None:
+            continue
+        for level, fn in (("leaf", rel.leaf_verdicts), ("config", rel.config_verdicts)):
+            vs: dict[str, Verdict] = fn(side)
+            res.checked += len(vs)
+            for name, v in vs.items():
+                res.verdicts[(src.id, level, name)] = v.says
+            found = core.compare(side, vs, level=level, source=src.id)
+            res.disagreements += [d._replace(version=version) for d in found]
+    if hasattr(rel, "source_checks"):
+        res.disagreements += rel.source_checks(data_target)
+    res.fingerprints = dict(rel.ex.fingerprints)
+    return res
+
+
+def tracked_arch_classes(target: str) -> list[str]:
+    from ckptlint.targets import resolve
+
+    t = resolve(target)[0]
+    data = t.data
+    archs = data["architectures"] if isinstance(data, dict) else data.architectures
+    return sorted(a for a in archs if a != "*")
+
+
+def run(targets: list[str], *, download: bool = True, cases: bool = True, probes: bool = True,
+        progress=None) -> tuple[list[TargetResult], list[Disagreement], list[core.AllowEntry]]:
+    """Every target; returns (results, disagreements not allowed, stale allow entries)."""
+    allow = core.Allow()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="ckptlint-conformance-") as tmp:
+        srcs = sources(Path(tmp), cases=cases, probes=probes)
+        for t in targets:
+            if progress:
+                progress(f"{t}: {len(srcs)} checkpoints")
+            results.append(check_target(t, srcs, download=download))
+    bad = []
+    for r in results:
+        b, _ = allow.split(r.disagreements)
+        bad += b
+    fws = {t.partition("==")[0] for t in targets}
+    stale = allow.stale(fws) if (cases and probes) else []
+    # an entry for a version not run this time is not stale
+    ran = {(t.partition("==")[0], t.partition("==")[2]) for t in targets}
+    import fnmatch
+
+    stale = [e for e in stale if any(fw == e.framework and any(fnmatch.fnmatchcase(v, p) for p in e.versions)
+                                     for fw, v in ran)]
+    return results, bad, stale
