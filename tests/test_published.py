@@ -1,11 +1,6 @@
 """Checkpoints laid out like famous published ones (ckptlint.testing.published: their public config
 and index shape, sparse) are clean on every release the released source says serves them; where the
-source shows a genuine failure, exactly that failure is asserted, with the releases where it is clean.
-
-A few verdicts depend on skip-list matching that is being made faithful on another branch
-(compressed-tensors `re:` entries in SGLang 0.5.9-0.5.17; ModelOpt testing a fused module's shards
-before its fused-name tail in SGLang 0.5.15+): those cases are strict xfails that name it, so they
-fail the suite as soon as the matching is right and the mark must go."""
+source shows a genuine failure, exactly that failure is asserted, with the releases where it is clean."""
 
 from __future__ import annotations
 
@@ -16,9 +11,6 @@ from ckptlint.targets import list_targets
 from helpers import build, run
 
 ALL = [t.id for t in list_targets()]
-SG_CT_SUBSTRING = {"sglang==0.5.9", "sglang==0.5.12", "sglang==0.5.15", "sglang==0.5.16", "sglang==0.5.17"}
-SG_MODELOPT_PACKED = {t for t in ALL if t.startswith("sglang") and t not in ("sglang==0.5.5", "sglang==0.5.9",
-                                                                           "sglang==0.5.12")}
 
 
 def errors(report, target):
@@ -58,11 +50,9 @@ def test_gpt_oss_clean_on_every_release(tmp_path, size):
 
 
 @pytest.mark.parametrize("target", ALL)
-def test_kimi_k2_thinking_int4_is_clean(reports, target, request):
-    if target in SG_CT_SUBSTRING:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="SGLang 0.5.9-0.5.17 compressed-tensors `ignore`: "
-                                              "`re:` entries are regexes there too (utils.py _is_equal_or_regex_match); "
-                                              "matching fix on branch conformance"))
+def test_kimi_k2_thinking_int4_is_clean(reports, target):
+    # its ignore list is `re:` entries: SGLang 0.5.9-0.5.16 try them as regexes before (instead of) the
+    # case-insensitive substring (compressed_tensors/utils.py _is_equal_or_regex_match)
     assert errors(reports("kimi_k2_thinking_int4"), target) == []
 
 
@@ -70,9 +60,9 @@ def test_nvidia_deepseek_r1_fp4_with_its_exclude_list(reports):
     # The exclude list names kv_a_proj_with_mqa (and a `q_proj` the model does not have) but not
     # q_a_proj, which vLLM (every release) and SGLang 0.5.15+ fuse with it into fused_qkv_a_proj
     # (DeepseekV2ForCausalLM adds it to the packed mapping): stored as listed (q_a_proj NVFP4), the
-    # fused module fails everywhere. vLLM: "Detected some but not all shards ... are quantized"
-    # (quant_utils.is_layer_skipped); SGLang 0.5.5-0.5.12 exclude every fused_qkv_a_proj_with_mqa by
-    # ModelOpt's fused-name tail rule, so the NVFP4 q_a_proj meets a BF16 parameter.
+    # fused module fails everywhere: "Detected some but not all shards ... are quantized"
+    # (vLLM quant_utils.is_layer_skipped; SGLang quantization/utils.py is_layer_skipped, which ModelOpt
+    # runs before its glob and fused-name tail test).
     rep = reports("nvidia_deepseek_r1_fp4")
     fused = {"sglang": "model.layers.0.self_attn.fused_qkv_a_proj_with_mqa", "vllm": "model.layers.0.self_attn.fused_qkv_a_proj"}
     for t in ALL:
@@ -90,19 +80,13 @@ def test_nvidia_deepseek_r1_fp4_with_its_exclude_list(reports):
 
 
 @pytest.mark.parametrize("target", ALL)
-def test_nvidia_deepseek_r1_fp4_with_q_a_proj_bf16(reports, target, request):
-    # If q_a_proj is stored BF16 (the list's per-layer `q_proj` reads like a mis-translated `wq_a`),
-    # SGLang 0.5.5-0.5.12 load it (fused-tail rule: the whole fused_qkv_a_proj_with_mqa BF16); SGLang
-    # 0.5.15+ test the fused module's shards first (is_layer_skipped with the model's packed mapping,
-    # before the tail rule) and vLLM always does: kv_a listed, q_a not -> the mixed-shards ValueError.
+def test_nvidia_deepseek_r1_fp4_with_q_a_proj_bf16(reports, target):
+    # If q_a_proj is stored BF16 (the list's per-layer `q_proj` reads like a mis-translated `wq_a`), every
+    # release still refuses it: SGLang ModelOpt runs is_layer_skipped with the model class's packed
+    # mapping (DeepseekV2ForCausalLM adds fused_qkv_a_proj_with_mqa to the very dict the quant config
+    # holds, in every release) before its glob/fused-tail test, and vLLM tests the shards too: kv_a
+    # listed, q_a not -> the mixed-shards ValueError.
     rep = reports("nvidia_deepseek_r1_fp4", q_a_proj_bf16=True)
     found = errors(rep, target)
-    if target in ("sglang==0.5.5", "sglang==0.5.9", "sglang==0.5.12"):
-        assert found == []
-        return
-    if target in SG_MODELOPT_PACKED:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="SGLang 0.5.15+ ModelOpt: is_layer_skipped with the "
-                                              "packed mapping before the fused-tail rule; matching fix on branch "
-                                              "conformance"))
     fused = "model.layers.0.self_attn.fused_qkv_a_proj" + ("_with_mqa" if target.startswith("sglang") else "")
     assert ("QD402", "load-error", fused) in found

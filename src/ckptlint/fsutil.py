@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 
@@ -18,6 +17,8 @@ def atomic_write(dest: str | Path, data: bytes) -> None:
         umask = os.umask(0)
         os.umask(umask)
         mode = 0o666 & ~umask  # what open() would have created
+    import tempfile  # (here: only commands that write files need it)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent or ".")
     try:
         os.fchmod(fd, mode)

@@ -40,6 +40,12 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
     if mode == "substring_ci":
         low = entry.lower()
         return lambda name: low in name.lower()
+    if mode == "regex_or_substring_ci":
+        # `re:` entries are regexes only (re.match); other entries a case-insensitive substring.
+        if entry.startswith("re:"):
+            return _regex_pred(entry)
+        low = entry.lower()
+        return lambda name: low in name.lower()
     if mode == "suffix":
         if entry.startswith("re:"):
             return _regex_pred(entry)

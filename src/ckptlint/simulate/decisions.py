@@ -31,6 +31,13 @@ def decide(plan: State) -> None:
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
     packed = plan.packed = {} if method.no_packed_mapping else {**arch.packed_modules_mapping, **method.packed_extra}
     draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
+    skipped = method.layer_skipped
+    if skipped is not None:
+        # the shared skip test: the same entries under its own matching, with the class's packed mapping
+        cls_packed = arch.packed_modules_mapping if skipped.class_mapping else {}
+        main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
+        draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
+                              cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
         probe = fmt_mtp(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
@@ -53,11 +60,13 @@ def decide(plan: State) -> None:
         if rm.role == "extra":
             continue
         rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
-                                     packed if rm.role != "draft" else draft_packed, forced)
+                                     packed if rm.role != "draft" else draft_packed, forced,
+                                     None if skipped is None else main_skip if rm.role != "draft" else draft_skip)
 
 
 def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantConfig,
-                   excl: CompiledList, packed: dict[str, list[str]], forced: str | None) -> Decision:
+                   excl: CompiledList, packed: dict[str, list[str]], forced: str | None,
+                   skip: _Skipped | None = None) -> Decision:
     mname = quant.method_key
     if rm.kind not in method.quantizes:
         why = {"other": "not a quantizable layer", "plain": "built as a plain nn.Linear (never quantized)",
@@ -71,11 +80,12 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
     fallback = moe_fallback(rm, plan, quant) if method.moe_fallback is not None else None
     if fallback is not None:
         return fallback
-    entry, how, error = _excluded(rm, method, excl, packed)
+    entry, how, error = _excluded(rm, method, excl, packed, skip)
     if error:
         return _shards_disagree(rm, method, error, ", ".join(error))
     if entry is not None:
-        return Decision(False, f"excluded: entry `{entry}` matches {how} ({method.match})", entry=entry)
+        mode = skip.rules.match if skip is not None and how.startswith(_SKIPPED) else method.match
+        return Decision(False, f"excluded: entry `{entry}` matches {how} ({mode})", entry=entry)
     last = rm.name.rpartition(".")[2]
     shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     if plan.include is not None and rm.kind in method.include_kinds:
@@ -105,15 +115,75 @@ def _shards_disagree(rm: Building, method: MethodRules, shards: list[str], detai
                     error_consequence=err.consequence if err else "load-error", conflict=True)
 
 
+class _Skipped:
+    """MethodRules.layer_skipped with its compiled entries and the model class's packed mapping."""
+
+    __slots__ = ("rules", "entries", "packed")
+
+    def __init__(self, rules, entries: CompiledList, packed: dict[str, list[str]]):
+        self.rules, self.entries, self.packed = rules, entries, packed
+
+
+_SKIPPED = "is_layer_skipped: "
+
+
+def _layer_skipped(name: str, skip: _Skipped) -> tuple[str | None, str, list[str] | None]:
+    """The shared skip test (target data ``LayerSkipped``) on a non-MoE layer."""
+    rules, excl = skip.rules, skip.entries
+    last = name.rpartition(".")[2]
+    mapping = skip.packed if last in skip.packed else rules.fallback_fused
+    if last in mapping and rules.fused_name_first:
+        hit = excl.first_match(name)
+        if hit is not None:
+            return hit, f"{_SKIPPED}the fused name `{name}`", None
+    if last in mapping:
+        shards = [name.replace(last, s) for s in mapping[last]]
+        hits = [excl.first_match(s) for s in shards]
+        if all(h is not None for h in hits):
+            return hits[0], f"{_SKIPPED}every shard of `{name}`", None
+        if any(h is not None for h in hits):
+            return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
+        return None, "", None
+    hit = excl.first_match(name)
+    how = f"{_SKIPPED}`{name}`"
+    key = next((k for k in rules.all_listed if k in name), None)
+    if key is not None:
+        if hit is None and all(name.replace(key, s) in excl.entries for s in rules.all_listed[key]):
+            hit = name.replace(key, rules.all_listed[key][0])
+            how = f"{_SKIPPED}every part of `{key}` listed"
+    elif rules.experts_word in name:
+        rev = next((e for e in excl.entries if rules.experts_word in e and name in e), None)
+        if rules.experts == "replace" or hit is None:
+            hit, how = rev, f"{_SKIPPED}`{name}` as a substring of the entry"
+    return hit, how, None
+
+
+def _fused_tail(method: MethodRules, excl: CompiledList, last: str) -> str | None:
+    for e in excl.entries:
+        tail = e.rpartition(".")[2]
+        if tail in method.fused_tail_names and tail in last:
+            return e
+    return None
+
+
 def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
-              packed: dict[str, list[str]]) -> tuple[str | None, str, list[str] | None]:
+              packed: dict[str, list[str]], skip: _Skipped | None = None) -> tuple[str | None, str, list[str] | None]:
     name = rm.name
     last = name.rpartition(".")[2]
+    if skip is not None and rm.kind != "moe":
+        hit, how, error = _layer_skipped(name, skip)
+        if hit is not None or error or not skip.rules.or_main:
+            return hit, how, error
+        # ... or the method's own test of the runtime name, fused names as they are
+        tail = _fused_tail(method, excl, last) if method.fused_tail_names else None
+        if tail is not None:
+            return tail, f"the fused-name tail `{tail.rpartition('.')[2]}`", None
+        hit = excl.first_match(name)
+        return (hit, f"`{name}`", None) if hit is not None else (None, "", None)
     if method.fused_tail_names:
-        for e in excl.entries:
-            tail = e.rpartition(".")[2]
-            if tail in method.fused_tail_names and tail in last:
-                return e, f"the fused-name tail `{tail}`", None
+        tail = _fused_tail(method, excl, last)
+        if tail is not None:
+            return tail, f"the fused-name tail `{tail.rpartition('.')[2]}`", None
     if rm.kind == "moe":
         if method.moe == "never":
             return None, "", None
@@ -142,7 +212,11 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
                 return None, "", [s for s, h in zip(shards, hits) if h is None]
         return None, "", None
     if last in packed:
-        if method.direct_fused_match:
+        if method.direct_fused_match == "literal":
+            hit = name if name in excl.entries else None
+            if hit is not None:
+                return hit, f"the fused name `{name}` (listed literally)", None
+        elif method.direct_fused_match:
             hit = excl.first_match(name)
             if hit is not None:
                 return hit, f"the fused name `{name}`", None

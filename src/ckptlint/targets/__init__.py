@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ def _fmt(v: tuple[int, ...]) -> str:
 # Tables that a later file replaces whole instead of merging key by key (mappings whose keys are
 # data, and outcomes whose fields belong together).
 _REPLACE_WHOLE = frozenset({
-    "mapper_substr", "packed_extra", "packed_modules_mapping", "add_if_contains", "missing_shard",
+    "mapper_substr", "packed_extra", "packed_modules_mapping", "fallback_fused", "all_listed", "add_if_contains", "missing_shard",
     "unexpected_param", "mixed_shards", "missing_weights", "whole_draft_check", "exclude_copy",
     "only_methods_for_count", "quant_none_if_entry", "rejected_in", "stacked", "expert", "other", "by_suffix", "fused", "aliases",
 })
@@ -87,13 +86,18 @@ def _toml_files() -> list[tuple[str, bytes]]:
 
 
 def data_digest() -> str:
-    """sha256 over every target data file and the schema (defaults are filled in when compiling): the
-    compiled form is used only while it matches."""
-    h = hashlib.sha256()
+    """CRC-32 and length of every target data file and the schema (defaults are filled in when
+    compiling): the compiled form is used only while it matches. A change detector, not a security
+    check, so zlib's CRC rather than hashlib (loading OpenSSL costs every command ~10 ms)."""
+    import zlib
+
+    crc = size = 0
     schema = Path(__file__).resolve().parent / "schema.py"
     for name, data in _toml_files() + [("schema.py", schema.read_bytes())]:
-        h.update(name.encode() + b"\0" + data + b"\0")
-    return h.hexdigest()
+        part = name.encode() + b"\0" + data + b"\0"
+        crc = zlib.crc32(part, crc)
+        size += len(part)
+    return f"crc32:{crc:08x}:{size}"
 
 
 @lru_cache(maxsize=None)

@@ -9,7 +9,8 @@ ckptlint.matching:
 
 * match modes (how an ignore/exclude entry is compared with a runtime module prefix):
   ``exact``, ``exact_or_regex`` (``re:`` → ``re.match``, else equality), ``substring``,
-  ``substring_ci``, ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
+  ``substring_ci``, ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
+  substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
   match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
   component), ``fnmatch``.
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
@@ -23,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
-    "exact", "exact_or_regex", "substring", "substring_ci", "suffix", "dotted_path",
+    "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
     "glob_component", "fnmatch", "substring_or_fnmatch",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
@@ -91,6 +92,29 @@ class MoeSchemeRefusal(Strict):
     error: str
 
 
+class LayerSkipped(Strict):
+    """A shared skip test a quant config runs on every non-MoE layer before its own (SGLang
+    layers/quantization/utils.py, vLLM quantization/utils/quant_utils.py ``is_layer_skipped``): a fused
+    layer (with ``fused_name_first``: not itself matched under ``match``) whose last component is in the
+    model class's packed mapping (else ``fallback_fused``) is tested through its shards under
+    ``match``, which must agree (else the method's ``mixed_shards`` error); any other layer by its own
+    name under ``match``, and then: a layer whose name contains a key of ``all_listed`` is also skipped
+    when every listed replacement of that key is literally an entry; otherwise, a layer whose name
+    contains ``experts_word`` is skipped by an entry containing that word that contains the layer's
+    name (``experts`` = "replace": instead of the ``match`` result; "or": as well). With ``or_main`` the
+    layer is skipped if this test or the method's own test of the layer's runtime name (no shard
+    expansion: the fused name as it is) says so; without it this test alone decides."""
+
+    match: MatchMode
+    fused_name_first: bool = False  # a fused layer's own name matching skips it before its shards are tested
+    class_mapping: bool = True  # False: the method never passes the model's packed mapping (only fallback_fused)
+    fallback_fused: dict[str, list[str]] = Field(default_factory=dict)
+    all_listed: dict[str, list[str]] = Field(default_factory=dict)
+    experts_word: str = "experts"
+    experts: Literal["replace", "or"] = "replace"
+    or_main: bool = True
+
+
 class MethodRules(Strict):
     """How one quant method decides, per runtime module, whether it is built quantized."""
 
@@ -106,8 +130,11 @@ class MethodRules(Strict):
     # modelopt: which keys to read when the config comes from hf_quant_config.json.
     exclude_keys_hf_quant_config: list[str] = Field(default_factory=list)
     match: MatchMode = "exact"
-    # Fused modules: test the fused runtime name itself before its shards.
-    direct_fused_match: bool = False
+    # Fused modules: test the fused runtime name itself before its shards (True: under ``match``;
+    # "literal": only an entry equal to the fused name, as written -- `name not in ignore`).
+    direct_fused_match: bool | Literal["literal"] = False
+    # A shared skip test run before the method's own on non-MoE layers (SGLang is_layer_skipped).
+    layer_skipped: LayerSkipped | None = None
     # Fused-name tail rule of ModelOpt (an entry whose last component is one of these
     # excludes every module whose last component contains it, whatever its layer).
     fused_tail_names: list[str] = Field(default_factory=list)

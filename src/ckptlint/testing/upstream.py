@@ -278,7 +278,7 @@ CASES: list[Case] = [
          "compressed-tensors `ignore` entry `mlp.gate` matched `mlp.gate_up_proj` by raw substring: FP8 gate_up "
          "weights loaded into BF16 layers without their scales.",
          ct_fp8_router_ignore_substring,
-         {"sglang==0.5.16": [("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj")]}, fixed=["sglang==0.5.18"]),
+         {"sglang==0.5.16": [("QD401", "silent-corruption", "model.layers.0.mlp.gate_up_proj")]}, fixed=["sglang==0.5.17"]),
     Case("ct-fp8-channel-scale-1d", ["vllm-project/vllm#53105"],
          "compressed-tensors channel weight_scale written [out] instead of [out, 1]: bare shape AssertionError.",
          ct_fp8_channel_scale_1d,
@@ -287,7 +287,10 @@ CASES: list[Case] = [
          "A module the config leaves unquantized while the checkpoint carries its FP8 weight and scale: "
          "\"There is no module or parameter named …weight_scale\".",
          ct_fp8_module_ignored_but_stored_fp8,
-         {"vllm==0.33.0": [("QD401", "load-error", "model.layers.0.mlp.down_proj")]}),
+         {"vllm==0.33.0": [("QD401", "load-error", "model.layers.0.mlp.down_proj")],
+          # SGLang 0.5.9-0.5.16 try a `re:` entry as a regex (not as a substring) too
+          "sglang==0.5.9": [("QD401", "silent-corruption", "model.layers.0.mlp.down_proj")],
+          "sglang==0.5.16": [("QD401", "silent-corruption", "model.layers.0.mlp.down_proj")]}),
     Case("fp8-short-skip-entry-exact-match", ["vllm-project/vllm#21669", "vllm-project/vllm#44628"],
          "FP8 `ignored_layers` written as a short name (`mlp.down_proj`): vLLM's exact match misses it and builds "
          "the BF16 layer FP8 (gibberish); SGLang's module-path match honours it.",
