@@ -46,6 +46,7 @@ class Side(NamedTuple):
     exclude_entries: tuple[str, ...]  # as the config writes them
     packed: dict[str, list[str]]
     modules: dict[str, ModuleDecision]
+    ckpt: Checkpoint | None = None  # the checkpoint itself (config.json keys and tensor dtypes a release reads)
 
 
 def targets(framework: str | None = None) -> list[str]:
@@ -85,7 +86,7 @@ def side(ckpt: Checkpoint, target: str, deployment: Deployment | None = None) ->
             tuple(s.ckpt_module for s in rm.shards))
     return Side(target, plan, framework_quant_config(ckpt), plan.quant.method_key, plan.exclude_key,
                 tuple(plan.exclude_main), tuple(plan.exclude_draft), tuple(plan.exclude_entries),
-                {k: list(v) for k, v in dict(plan.packed).items()}, mods)
+                {k: list(v) for k, v in dict(plan.packed).items()}, mods, ckpt)
 
 
 def load(path: str | Path) -> Checkpoint:

@@ -111,9 +111,11 @@ class Outcome:
 class Release:
     """One vLLM release's code, loaded once into a sandbox."""
 
-    def __init__(self, version: str, root: Path | None = None, capability: int = 90) -> None:
+    def __init__(self, version: str, root: Path | None = None, capability: int = 90, *,
+                 download: bool = True) -> None:
         self.version = version
-        self.root = Path(root) if root is not None else source_root(version)
+        self.root = Path(root) if root is not None else source_root(version, download=download)
+        self.ex = Tracked(self.root)
         self.sb = S.Sandbox(self.root, _real, capability=capability)
         torch = self.sb.module("torch")
         # safetensors dtype names -> the stub torch dtypes (GPTQ infers its quantized list from them)
@@ -279,6 +281,14 @@ class Release:
 
     def _leaf(self, method_key: str, prefix: str, entries: list[str], packed: dict[str, list[str]],
               kind: str) -> bool:
+        if method_key == "awq":
+            # 0.11: awq.py::is_layer_skipped_awq (substring, no shards); 0.24+: auto_awq.py calls
+            # quant_utils.is_layer_skipped(..., match_mode="substring") with the packed mapping
+            awq = self.sb.source_path(f"{Q}.awq")
+            if awq is not None and awq.is_file():
+                return bool(self.module(f"{Q}.awq").is_layer_skipped_awq(prefix, list(entries)))
+            qu = self.module(f"{Q}.utils.quant_utils")
+            return bool(qu.is_layer_skipped(prefix, list(entries), packed, match_mode="substring"))
         if method_key == "fp8":
             qu = self.module(f"{Q}.utils.quant_utils")
             return bool(qu.is_layer_skipped(prefix, list(entries), packed))
@@ -296,6 +306,183 @@ class Release:
             qu = self.module(f"{Q}.quark.utils")
             return bool(qu.should_ignore_layer(prefix, ignore=list(entries), fused_mapping=packed))
         raise KeyError(method_key)
+
+
+    # --- the runner's interface (conformance/runner.py) ------------------------------------------
+    def leaf_verdicts(self, side: Any) -> dict[str, Any]:
+        """Level (a): the release's skip-list matcher on each linear module ckptlint decided by its
+        skip list, with ckptlint's rewritten list and packed mapping."""
+        out: dict[str, Any] = {}
+        method_key = side.method_key or ""
+        if method_key not in LEAF_METHODS:
+            return out
+        plan = side.plan
+        for md in side.modules.values():
+            if md.kind != "linear" or md.forced or not (md.quantized or md.conflict or
+                                                      md.reason.startswith("excluded")):
+                continue
+            entries = side.exclude_draft if md.role == "draft" else side.exclude_main
+            packed = side.packed if md.role == "main" or plan.draft is None or plan.draft.packed_mapping else {}
+            if method_key == "gptq":
+                d = self._gptq_leaf(md.name, side, packed)
+            else:
+                d = self.leaf(method_key, md.name, list(entries), packed)
+            out[md.name] = to_verdict("quantized" if d == "kept" else "unquantized" if d == "excluded" else d)
+        return out
+
+    def _gptq_leaf(self, prefix: str, side: Any, packed: dict[str, list[str]]) -> str:
+        """get_linear_quant_method's test (utils/gptq_utils.py): a `-:` rule that matches first, or a
+        module outside modules_in_block_to_quantize, is left unquantized."""
+        gu = self.module(f"{Q}.utils.gptq_utils")
+        dynamic = (side.quant or {}).get("dynamic") or {}
+        if not isinstance(dynamic, dict):
+            return "kept"
+        cfg = types.SimpleNamespace(dynamic=dynamic)
+        if gu.get_dynamic_override(cfg, layer_name=prefix) is False:
+            return "excluded"
+        include = side.plan.include
+        check = getattr(gu, "is_layer_gptq_quantized", None)
+        if include is not None and check is not None:
+            try:
+                if not check(prefix=prefix, quantized_layers=list(include), fused_mapping=packed):
+                    return "excluded"
+            except ValueError as exc:
+                if any(t in str(exc) for t in SHARDS_DISAGREE):
+                    return f"error: {exc}"
+                raise
+        return "kept"
+
+    def config_verdicts(self, side: Any) -> dict[str, Any]:
+        """Level (b): the quant config vLLM builds for the checkpoint, asked about every module."""
+        if side.quant is None:
+            return {}
+        ckpt = getattr(side, "ckpt", None)
+        plan = side.plan
+        layers = [Layer(md.name, md.kind, plan.modules[key].loader, md.role,
+                        tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})))
+                  for key, md in side.modules.items() if not md.forced]
+        dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
+        try:
+            res = self.decisions(arch=plan.arch_name, hf_config=_config_of(ckpt, plan), method_key=side.method_key,
+                                 qcfg=side.quant, layers=layers,
+                                 draft_arch=plan.draft.cls if plan.draft is not None else None,
+                                 tensor_dtypes=dtypes)
+        except Exception as exc:  # noqa: BLE001 - reported as a disagreement, not a crash of the run
+            return {"<from_config>": to_verdict(f"error: harness: {type(exc).__name__}: {str(exc)[:120]}")}
+        return {n: to_verdict(d) for n, d in res.decisions.items() if d != "unasked"}
+
+    def extra_probes(self) -> list[tuple[str, Any]]:
+        """vLLM's own probe matrix (MLA / DeepSeek fused_qkv_a_proj, Qwen3-MoE, Llama; ``probes``), on
+        top of the core's (conformance/probes.py)."""
+        return _probe_list()
+
+    def source_checks(self, target: str) -> list:
+        """Each tracked model class of ``target``'s data: the packed mapping vLLM hands its quant config
+        (class attribute, SupportsQuant / configure_quant_config, the __init__ edits for a config that
+        triggers them) against ckptlint's; ``load_weights`` (and the class's name mapper) is
+        fingerprinted into ``ex.fingerprints`` -- renaming code that is tracked, not executed."""
+        from conformance.core import Disagreement
+        from conformance.runner import tracked_arch_classes
+        from ckptlint.targets import resolve
+
+        t = resolve(target)[0]
+        out = []
+        classes = tracked_arch_classes(target)
+        for arch in classes:
+            cls = self.model_class(arch)
+            if cls is None:
+                continue
+            self.ex.track_load_weights(cls)
+            data = t.architecture(arch)
+            if data is None or getattr(data, "supported", True) is False:
+                continue
+            _, cfg = self.quant_config("fp8", {"quant_method": "fp8", "activation_scheme": "dynamic"})
+            try:
+                got = self.configure(cfg, cls, dict(PACKED_HF_CONFIG.get(arch, {})))
+            except Exception as exc:  # noqa: BLE001
+                got = {"<harness>": [f"{type(exc).__name__}: {exc}"[:120]]}
+            want = {k: list(v) for k, v in dict(data.packed_modules_mapping or {}).items()}
+            if got != want:
+                out.append(Disagreement("vllm", self.version, "source", "*", "packed_modules_mapping", arch, (),
+                                        f"packed_modules_mapping {got}", f"{want}"))
+        return out
+
+
+# the Hugging Face config keys that make a model class's __init__ edit its packed mapping (the
+# source check runs every class with the edits that the supported checkpoints trigger)
+_MLA = {"q_lora_rank": 8, "kv_lora_rank": 8, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8}
+PACKED_HF_CONFIG = {"Qwen3MoeForCausalLM": {"mlp_only_layers": []}, "DeepseekV3ForCausalLM": _MLA,
+                    "DeepseekV32ForCausalLM": _MLA, "DeepseekV2ForCausalLM": _MLA, "GlmMoeDsaForCausalLM": _MLA,
+                    "DeepSeekMTP": _MLA, "KimiK25ForConditionalGeneration": _MLA}
+
+# --- tracked source: the decision code whose change a new release must be checked for ----------------
+
+# quantization modules whose every function is decision code (the skip-list matchers)
+TRACKED_MODULES = ("utils.quant_utils", "compressed_tensors.utils", "quark.utils", "utils.gptq_utils", "awq")
+# quant config classes (every method) and single methods, found in the quantization package by name
+TRACKED_CLASSES_Q = ("QuantizationConfig", "Fp8Config", "ModelOptQuantConfigBase", "ModelOptFp8Config",
+                     "ModelOptNvFp4Config", "ModelOptMixedPrecisionConfig", "CompressedTensorsConfig",
+                     "GPTQMarlinConfig", "GPTQConfig", "AutoGPTQConfig", "AWQMarlinConfig", "AWQConfig",
+                     "AutoAWQConfig", "QuarkConfig", "Mxfp4Config")
+TRACKED_METHODS_Q = ("CompressedTensorsMoEMethod.get_moe_method",)
+
+
+class Tracked:
+    """Source fingerprints of the decision code of one release (``fingerprints["module:Qual.name"]`` =
+    sha256 of ``ast.unparse`` of the definition, as conformance.extract records them): what
+    ``scripts/conformance.py new`` compares between releases and the lock digests."""
+
+    def __init__(self, root: Path) -> None:
+        from conformance.extract import digest
+
+        self.root = root
+        self._digest = digest
+        self.fingerprints: dict[str, str] = {}
+        base = root.joinpath(*Q.split("."))
+        for rel in TRACKED_MODULES:
+            p = base.joinpath(*rel.split(".")).with_suffix(".py")
+            if p.is_file():
+                tree = ast.parse(p.read_text(encoding="utf-8"))
+                for node in tree.body:
+                    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        self.fingerprints[f"{Q}.{rel}:{node.name}"] = digest(ast.unparse(node))
+        wanted = set(TRACKED_CLASSES_Q) | {m.partition(".")[0] for m in TRACKED_METHODS_Q}
+        for p in sorted(base.rglob("*.py")):
+            text = p.read_text(encoding="utf-8", errors="replace")
+            if not any(f"class {c}" in text for c in wanted):
+                continue
+            mod = ".".join(p.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+            for node in ast.parse(text).body:
+                if not (isinstance(node, ast.ClassDef) and node.name in wanted):
+                    continue
+                for item in node.body:
+                    if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        continue
+                    q = f"{node.name}.{item.name}"
+                    if node.name in TRACKED_CLASSES_Q or q in TRACKED_METHODS_Q:
+                        self.fingerprints[f"{mod}:{q}"] = digest(ast.unparse(item))
+
+    def track_load_weights(self, cls: type) -> None:
+        """``load_weights`` along the class's MRO (the first model-package owner), the inner model's
+        where it delegates, and the class's ``hf_to_vllm_mapper``."""
+        for owner in cls.__mro__:
+            if "load_weights" in owner.__dict__ and owner.__module__.startswith(("vllm.model_executor.models",
+                                                                                 "vllm.models")):
+                src = _source_of(owner.__dict__["load_weights"])
+                if src:
+                    self.fingerprints[f"{owner.__module__}:{owner.__name__}.load_weights"] = self._digest(
+                        ast.unparse(ast.parse(src)))
+                break
+        inner = getattr(cls, "model_cls", None)
+        if isinstance(inner, type) and "load_weights" in inner.__dict__:
+            src = _source_of(inner.__dict__["load_weights"])
+            if src:
+                self.fingerprints[f"{inner.__module__}:{inner.__name__}.load_weights"] = self._digest(
+                    ast.unparse(ast.parse(src)))
+        mapper = cls.__dict__.get("hf_to_vllm_mapper")
+        if mapper is not None and not isinstance(mapper, S.StubBase):
+            self.fingerprints[f"{cls.__module__}:{cls.__name__}.hf_to_vllm_mapper"] = self._digest(
+                json.dumps({k: repr(v) for k, v in sorted(vars(mapper).items())}, sort_keys=True))
 
 
 class _Scheme:
@@ -463,7 +650,7 @@ def _method_source(owner: type, name: str) -> str:
 
 # --- lining the verdicts up with ckptlint (conformance.core) -------------------------------------
 
-LEAF_METHODS = ("fp8", "modelopt_fp8", "modelopt_fp4", "compressed-tensors", "quark")
+LEAF_METHODS = ("fp8", "modelopt_fp8", "modelopt_fp4", "compressed-tensors", "quark", "gptq", "awq")
 
 
 def to_verdict(decision: str):
@@ -479,31 +666,14 @@ def check(side: Any, ckpt: Any = None, *, source: str = "", levels: tuple[str, .
     conformance.ckptside.side on a ``vllm==X`` target)."""
     from conformance.core import compare
 
-    version = side.target.partition("==")[2]
-    rel = release(version)
-    plan = side.plan
+    rel = release(side.target.partition("==")[2])
+    if ckpt is not None and getattr(side, "ckpt", None) is None:
+        side = side._replace(ckpt=ckpt)
     out: list = []
-    layers = [Layer(md.name, md.kind, plan.modules[key].loader, md.role,
-                    tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})))
-              for key, md in side.modules.items() if not md.forced]
-    if "config" in levels and side.quant is not None:
-        dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
-        res = rel.decisions(arch=plan.arch_name, hf_config=_config_of(ckpt, plan), method_key=side.method_key,
-                            qcfg=side.quant, layers=layers,
-                            draft_arch=plan.draft.cls if plan.draft is not None else None, tensor_dtypes=dtypes)
-        verdicts = {n: to_verdict(d) for n, d in res.decisions.items() if d != "unasked"}
-        out += compare(side, verdicts, level="config", source=source)
-    if "leaf" in levels and side.method_key in LEAF_METHODS:
-        verdicts = {}
-        for key, md in side.modules.items():
-            if md.kind != "linear" or md.forced or not (md.quantized or md.conflict or
-                                                          md.reason.startswith("excluded")):
-                continue
-            entries = side.exclude_draft if md.role == "draft" else side.exclude_main
-            packed = side.packed if md.role == "main" or plan.draft is None or plan.draft.packed_mapping else {}
-            d = rel.leaf(side.method_key, md.name, list(entries), packed)
-            verdicts[md.name] = to_verdict("quantized" if d == "kept" else "unquantized" if d == "excluded" else d)
-        out += compare(side, verdicts, level="leaf", source=source)
+    if "config" in levels:
+        out += compare(side, rel.config_verdicts(side), level="config", source=source)
+    if "leaf" in levels:
+        out += compare(side, rel.leaf_verdicts(side), level="leaf", source=source)
     return out
 
 
@@ -580,6 +750,11 @@ def probe_entries(model: str) -> list[str]:
     if model == "deepseek":
         out += [f"{p}.q_a_proj", f"{p}.kv_a_proj_with_mqa"]
     return out
+
+
+@lru_cache(maxsize=1)
+def _probe_list() -> list[tuple[str, Any]]:
+    return list(probes())
 
 
 def probes():
