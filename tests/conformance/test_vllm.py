@@ -1,6 +1,6 @@
 """vLLM conformance: every fixture and probe, on every supported vLLM release, against the release's
 own quantization code (conformance/vllm.py). Off by default (marker ``conformance``); needs the
-release wheels in ``$CKPTLINT_CONFORMANCE_CACHE`` (``scripts/conformance.py fetch`` or network).
+release wheels in ``$CKPTLINT_CONFORMANCE_CACHE`` (or network).
 
     CKPTLINT_CONFORMANCE_CACHE=~/.cache/ckptlint/conformance python -m pytest -m conformance tests/conformance/test_vllm.py
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance import ckptside, wheels
+from conformance import ckptside, runner, wheels
 from conformance import vllm as V
 from conformance.core import Allow
 
@@ -39,29 +39,20 @@ def test_targets_are_the_adapted_releases():
     assert VERSIONS == list(V.VERSIONS)
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-def test_fixtures_agree(version: str) -> None:
-    _release(version)
-    found = []
-    for path in ckptside.fixture_paths():
-        ck = ckptside.load(path)
-        side = ckptside.side(ck, f"vllm=={version}")
-        if side is None:
-            continue
-        found += V.check(side, ck, source=str(path.relative_to(ckptside.REPO)))
-    _report(found)
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """Every fixture, rule case and probe of the core matrix (conformance/probes.py); the runner adds
+    vLLM's own probes (conformance/vllm.py::probes)."""
+    return runner.sources(tmp_path_factory.mktemp("cases"))
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_probes_agree(version: str) -> None:
-    _release(version)
-    found = []
-    for pid, ck in V.probes():
-        side = ckptside.side(ck, f"vllm=={version}")
-        if side is None:
-            continue
-        found += V.check(side, ck, source=pid)
-    _report(found)
+def test_release_agrees(version: str, sources) -> None:
+    """What ``scripts/conformance.py run --target vllm==<version>`` checks: both levels on every
+    source, and the source-level checks (packed mappings)."""
+    res = runner.check_target(f"vllm=={version}", sources, release=_release(version))
+    assert res.checked > 1000 and res.fingerprints
+    _report(res.disagreements)
 
 
 # --- the adapters themselves: they must see what vLLM's code says (fails if a stand-in breaks) -----
@@ -116,28 +107,3 @@ def test_load_weights_fingerprints(version: str) -> None:
     assert set(fps) == set(V.TRACKED_CLASSES)
     assert all(v == "absent" or len(v) == 16 for v in fps.values())
     assert fps["LlamaForCausalLM"] != "absent"
-
-
-@pytest.mark.parametrize("version", VERSIONS)
-def test_packed_mapping_matches_target_data(version: str) -> None:
-    """The model class's packed_modules_mapping as vLLM hands it to the quant config (class attribute,
-    SupportsQuant / configure_quant_config, __init__ edits for the probe config) against ckptlint's
-    architecture data."""
-    from ckptlint.targets import resolve
-
-    rel = _release(version)
-    target = resolve(f"vllm=={version}")[0]
-    bad = []
-    for arch, hf in (("Qwen3MoeForCausalLM", {"mlp_only_layers": []}), ("LlamaForCausalLM", {}),
-                     ("DeepseekV3ForCausalLM", {"q_lora_rank": 8, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8}),
-                     ("GlmMoeDsaForCausalLM", {"q_lora_rank": 8, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8})):
-        data = target.architecture(arch)
-        cls = rel.model_class(arch)
-        if data is None or cls is None or data.supported is False:
-            continue
-        _, cfg = rel.quant_config("fp8", {"quant_method": "fp8", "activation_scheme": "dynamic"})
-        got = rel.configure(cfg, cls, hf)
-        want = {k: list(v) for k, v in dict(data.packed_modules_mapping).items()}
-        if got != want:
-            bad.append(f"vllm {version} {arch}: vLLM {got} / ckptlint {want}")
-    assert not bad, "\n".join(bad)
