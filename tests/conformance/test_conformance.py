@@ -1,0 +1,53 @@
+"""Conformance: every fixture, rule case and probe x every verified release x every module, at both
+levels (the framework's skip-list matchers, and its quant config's from_config + get_quant_method),
+must agree with ckptlint's decisions, up to the reviewed allow-list (conformance/allow.toml)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.conformance
+
+
+def _targets():
+    from conformance import ckptside
+
+    return ckptside.targets()
+
+
+@pytest.fixture(scope="session")
+def sources(tmp_path_factory):
+    from conformance import runner
+
+    return runner.sources(tmp_path_factory.mktemp("cases"))
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_release_agrees(target, sources):
+    from conformance import core, runner
+
+    fw = target.partition("==")[0]
+    try:
+        runner.adapter(fw)
+    except ImportError:
+        pytest.skip(f"no conformance adapter for {fw} yet")
+    res = runner.check_target(target, sources)
+    bad, _ = core.Allow().split(res.disagreements)
+    assert res.checked > 0
+    assert not bad, "\n".join(d.line() for d in bad)
+
+
+def test_known_disagreement_is_detected():
+    """The harness can fail: a probe whose skip list SGLang 0.5.23's compressed-tensors matcher
+    applies by dotted suffix, run against ckptlint predictions made with a plain substring
+    matcher (0.5.17's rules vs the 0.5.18 wheel differ on `mlp.gate`)."""
+    from conformance import ckptside, core
+    from conformance.probes import probes
+    from conformance.sglang import Release
+
+    rel = Release("0.5.23")
+    probe = next(p for p in probes(("compressed-tensors",)) if p.id == "probe:llama/compressed-tensors/dotted_suffix")
+    side = ckptside.side(probe.ckpt, "sglang==0.5.23")
+    assert not core.compare(side, rel.leaf_verdicts(side), level="leaf", source=probe.id)
+    forged = side._replace(modules={k: m._replace(quantized=not m.quantized) for k, m in side.modules.items()})
+    assert core.compare(forged, rel.leaf_verdicts(side), level="leaf", source=probe.id)
