@@ -129,14 +129,15 @@ def test_fifty_checkpoints_in_well_under_fifty_single_checks(tmp_path):
 # --- the upgrade question --------------------------------------------------------------------------
 
 def test_upgrade_says_what_breaks_and_what_gets_fixed():
-    broken_later = ROOT / "fixtures" / "upstream" / "ct-fp8-module-ignored-but-stored-fp8"
-    r = ckptlint("upgrade", "--from", "sglang==0.5.15", "--to", "sglang==0.5.23", str(BUGGY), str(broken_later),
+    # fp8 0.5.9 skips a fused name listed in modules_to_not_convert (raw substring); 0.5.12+ test only its shards
+    broken_later = ROOT / "fixtures" / "upstream" / "fp8-fused-name-in-skip-list"
+    r = ckptlint("upgrade", "--from", "sglang==0.5.9", "--to", "sglang==0.5.23", str(BUGGY), str(broken_later),
                  str(SCALE), "--isolated", "-q")
     assert r.returncode == 1, r.stderr  # something breaks
     out = r.stdout.splitlines()
-    assert out[0] == "Upgrading sglang==0.5.15 -> sglang==0.5.23: 1 breaks, 1 fixed, 1 unchanged"
+    assert out[0] == "Upgrading sglang==0.5.9 -> sglang==0.5.23: 1 breaks, 1 fixed, 1 unchanged"
     rows = {ln.split()[0]: ln for ln in out[3:]}
-    assert rows[str(BUGGY)].rstrip().endswith("fixed: QD401 model.decoder.mlp.experts")
+    assert "will not load" in rows[str(BUGGY)] and "fixed: QD401 " in rows[str(BUGGY)]
     assert "BREAKS: QD401" in rows[str(broken_later)] and "loads, wrong outputs" in rows[str(broken_later)]
     assert rows[str(SCALE)].rstrip().endswith("unchanged")
     doc = json.loads(ckptlint("upgrade", "--from", "sglang==0.5.15", "--to", "sglang==0.5.23", str(BUGGY),
