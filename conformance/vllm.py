@@ -288,7 +288,7 @@ class Release:
             if awq is not None and awq.is_file():
                 return bool(self.module(f"{Q}.awq").is_layer_skipped_awq(prefix, list(entries)))
             qu = self.module(f"{Q}.utils.quant_utils")
-            return bool(qu.is_layer_skipped(prefix, list(entries), packed, match_mode="substring"))
+            return bool(qu.is_layer_skipped(prefix, list(entries), packed, **self._awq_skip_keywords()))
         if method_key == "fp8":
             qu = self.module(f"{Q}.utils.quant_utils")
             return bool(qu.is_layer_skipped(prefix, list(entries), packed))
@@ -329,6 +329,18 @@ class Release:
                 d = self.leaf(method_key, md.name, list(entries), packed)
             out[md.name] = to_verdict("quantized" if d == "kept" else "unquantized" if d == "excluded" else d)
         return out
+
+    def _awq_skip_keywords(self) -> dict[str, Any]:
+        """The literal keyword arguments auto_awq.py's get_quant_method passes to is_layer_skipped
+        (``skip_with_substr=True`` in 0.24, ``match_mode="substring"`` later), read from the release."""
+        path = self.sb.source_path(f"{Q}.auto_awq")
+        if path is None:
+            return {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "is_layer_skipped":
+                return {k.arg: k.value.value for k in node.keywords
+                        if k.arg and isinstance(k.value, ast.Constant)}
+        return {}
 
     def _gptq_leaf(self, prefix: str, side: Any, packed: dict[str, list[str]]) -> str:
         """get_linear_quant_method's test (utils/gptq_utils.py): a `-:` rule that matches first, or a
