@@ -50,6 +50,7 @@ class Side(NamedTuple):
     # packed_modules_mapping plus the method's additions), whether or not the method's own matcher
     # uses it (ckptlint's ``packed`` is {} for a method that never consults it)
     loader_packed: dict[str, list[str]] = {}
+    ckpt: Checkpoint | None = None  # the checkpoint itself (config.json keys and tensor dtypes a release reads)
 
 
 def targets(framework: str | None = None) -> list[str]:
@@ -91,7 +92,7 @@ def side(ckpt: Checkpoint, target: str, deployment: Deployment | None = None) ->
                 tuple(plan.exclude_main), tuple(plan.exclude_draft), tuple(plan.exclude_entries),
                 {k: list(v) for k, v in dict(plan.packed).items()}, mods,
                 {k: list(v) for k, v in {**dict(plan.arch.packed_modules_mapping),
-                                          **dict(plan.method.packed_extra)}.items()})
+                                          **dict(plan.method.packed_extra)}.items()}, ckpt)
 
 
 def load(path: str | Path) -> Checkpoint:

@@ -64,6 +64,8 @@ def check_target(target: str, srcs: Iterable[Source], *, release: Any = None, da
     rel = release or adapter(fw).Release(version, download=download)
     data_target = data_target or target
     res = TargetResult(target)
+    if hasattr(rel, "extra_probes"):  # an adapter's own probe matrix (conformance/vllm.py)
+        srcs = list(srcs) + [Source(pid, ck) for pid, ck in rel.extra_probes()]
     for src in srcs:
         side = ckptside.side(src.ckpt, data_target)
         if side is None or unbounded_regex(side):

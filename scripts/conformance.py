@@ -3,6 +3,7 @@
 
   scripts/conformance.py run [--target sglang==0.5.23]... [--no-download] [--quick]
   scripts/conformance.py new sglang 0.5.24 [--previous 0.5.23]
+  scripts/conformance.py new vllm 0.32.0 0.33.0
   scripts/conformance.py lock-status
 
 Wheels are cached in $CKPTLINT_CONFORMANCE_CACHE (default ~/.cache/ckptlint/conformance).
@@ -61,6 +62,8 @@ def cmd_new(args: argparse.Namespace) -> int:
 
     fw, new = args.framework, args.version
     prev = args.previous
+    if args.newer:  # `new vllm 0.32.0 0.33.0`: the previous release, then the new one
+        prev, new = new, args.newer
     if prev is None:
         older = [v for v in known_versions(fw) if parse_version(v) < parse_version(new)]
         if not older:
@@ -116,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     n = sub.add_parser("new", help="what changes in a new framework release")
     n.add_argument("framework", choices=["sglang", "vllm"])
     n.add_argument("version")
+    n.add_argument("newer", nargs="?", help="with two versions: the first is the previous release")
     n.add_argument("--previous", help="the supported release to compare with (default: the newest older one)")
     n.add_argument("--limit", type=int, default=60)
     sub.add_parser("lock-status", help="which targets' data changed since the lock was written (offline)")
