@@ -374,6 +374,11 @@ class Release:
                         tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})))
                   for key, md in side.modules.items() if not md.forced]
         dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
+        if plan.arch_name and self.model_class(plan.arch_name) is None:
+            # the release registers no such class: it refuses the architecture before any quant
+            # decision (ckptlint: unknown architecture, generic rules); nothing of vLLM's to compare.
+            # A tracked class missing from the registry is a source-level disagreement (source_checks).
+            return {}
         try:
             res = self.decisions(arch=plan.arch_name, hf_config=_config_of(ckpt, plan), method_key=side.method_key,
                                  qcfg=side.quant, layers=layers,
@@ -402,10 +407,13 @@ class Release:
         classes = tracked_arch_classes(target)
         for arch in classes:
             cls = self.model_class(arch)
+            data = t.architecture(arch)
             if cls is None:
+                if data is not None and getattr(data, "supported", True) is not False:
+                    out.append(Disagreement("vllm", self.version, "source", "*", "model registry", arch, (),
+                                            "no such model class registered", "supported"))
                 continue
             self.ex.track_load_weights(cls)
-            data = t.architecture(arch)
             if data is None or getattr(data, "supported", True) is False:
                 continue
             _, cfg = self.quant_config("fp8", {"quant_method": "fp8", "activation_scheme": "dynamic"})
