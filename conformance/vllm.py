@@ -794,6 +794,11 @@ def probes():
                     q = {"producer": {"name": "modelopt"}, "quantization": {
                         "quant_algo": "FP8", "exclude_modules": [entry]}}
                     yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors, hf_quant_config=q)
+                    # the config.json form under the hf_quant_config key (`exclude_modules`): read by
+                    # 0.11 and from 0.33 on (ModelOptQuantConfigBase.from_config), not by 0.24-0.32
+                    config = {**config, "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8",
+                                                                "exclude_modules": [entry]}}
+                    yield f"probe/{model}/{method}/config.json:exclude_modules/{entry}", in_memory(config, tensors)
                     continue
                 config["quantization_config"] = q
                 yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors)
