@@ -29,12 +29,16 @@ def decide(plan: State) -> None:
     exclude_lists(plan)
     main_list = compile_list(method.match, plan.exclude_main)
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
-    packed = plan.packed = {} if method.no_packed_mapping else {**plan.class_packed, **method.packed_extra}
+    # the class's mapping as this method sees it: without the entries added at construction when the
+    # method copied an empty declared mapping before the model was built (MethodRules.construction_fill)
+    sees_fill = method.construction_fill or arch.packed_modules_mapping or method.packed_extra
+    cls_mapping = plan.class_packed if sees_fill else dict(arch.packed_modules_mapping)
+    packed = plan.packed = {} if method.no_packed_mapping else {**cls_mapping, **method.packed_extra}
     draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
     skipped = method.layer_skipped
     if skipped is not None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
-        cls_packed = plan.class_packed if skipped.class_mapping else {}
+        cls_packed = cls_mapping if skipped.class_mapping else {}
         main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
         draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
                               cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip

@@ -151,6 +151,11 @@ class MethodRules(Strict):
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
     # The method never receives the model's packed mapping: fused names are matched as they are.
     no_packed_mapping: bool = False
+    # False: the method keeps a new dict when the model class's declared mapping (plus ``packed_extra``)
+    # is empty (`mapping or {}`, before the model is built) and the model never hands it its instance
+    # mapping, so entries the class adds while it is constructed (``packed_modules_mapping_if``) are not
+    # seen: a fused module such a class adds is tested by its own name.
+    construction_fill: bool = True
     # False: the skip list is tested on a fused module's runtime name only, never on its shards (the
     # packed mapping still serves the list of quantized modules, ``include_key``).
     fused_shards: bool = True
