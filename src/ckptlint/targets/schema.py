@@ -383,6 +383,10 @@ class SharedExpertsFusion(Strict):
 class Architecture(Strict):
     like: str | None = None  # inherit another architecture of the same target
     supported: bool = True
+    # True: an entry only so that a later release can change ``supported``; the release registers the
+    # class but ckptlint has no data of its own for it: simulated, and said so, as an architecture the
+    # data does not name (the generic rules, ``like = "*"``)
+    generic: bool = False
     layer_prefix: str = "model.layers."
     stacked: list[Stacked] = Field(default_factory=list)
     experts: str | None = None  # regex with groups (moe, expert, proj) on checkpoint modules
