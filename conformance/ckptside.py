@@ -91,7 +91,7 @@ def side(ckpt: Checkpoint, target: str, deployment: Deployment | None = None) ->
     return Side(target, plan, framework_quant_config(ckpt), plan.quant.method_key, plan.exclude_key,
                 tuple(plan.exclude_main), tuple(plan.exclude_draft), tuple(plan.exclude_entries),
                 {k: list(v) for k, v in dict(plan.packed).items()}, mods,
-                {k: list(v) for k, v in {**dict(plan.arch.packed_modules_mapping),
+                {k: list(v) for k, v in {**dict(plan.class_packed),
                                           **dict(plan.method.packed_extra)}.items()}, ckpt)
 
 

@@ -374,6 +374,11 @@ class Release:
                         tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})))
                   for key, md in side.modules.items() if not md.forced]
         dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
+        if plan.arch_name and self.model_class(plan.arch_name) is None:
+            # the release registers no such class: it refuses the architecture before any quant
+            # decision (ckptlint: unknown architecture, generic rules); nothing of vLLM's to compare.
+            # A tracked class missing from the registry is a source-level disagreement (source_checks).
+            return {}
         try:
             res = self.decisions(arch=plan.arch_name, hf_config=_config_of(ckpt, plan), method_key=side.method_key,
                                  qcfg=side.quant, layers=layers,
@@ -402,10 +407,13 @@ class Release:
         classes = tracked_arch_classes(target)
         for arch in classes:
             cls = self.model_class(arch)
+            data = t.architecture(arch)
             if cls is None:
+                if data is not None and getattr(data, "supported", True) is not False:
+                    out.append(Disagreement("vllm", self.version, "source", "*", "model registry", arch, (),
+                                            "no such model class registered", "supported"))
                 continue
             self.ex.track_load_weights(cls)
-            data = t.architecture(arch)
             if data is None or getattr(data, "supported", True) is False:
                 continue
             _, cfg = self.quant_config("fp8", {"quant_method": "fp8", "activation_scheme": "dynamic"})
@@ -786,6 +794,11 @@ def probes():
                     q = {"producer": {"name": "modelopt"}, "quantization": {
                         "quant_algo": "FP8", "exclude_modules": [entry]}}
                     yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors, hf_quant_config=q)
+                    # the config.json form under the hf_quant_config key (`exclude_modules`): read by
+                    # 0.11 and from 0.33 on (ModelOptQuantConfigBase.from_config), not by 0.24-0.32
+                    config = {**config, "quantization_config": {"quant_method": "modelopt", "quant_algo": "FP8",
+                                                                "exclude_modules": [entry]}}
+                    yield f"probe/{model}/{method}/config.json:exclude_modules/{entry}", in_memory(config, tensors)
                     continue
                 config["quantization_config"] = q
                 yield f"probe/{model}/{method}/{entry}", in_memory(config, tensors)

@@ -35,7 +35,8 @@ RECIPE_KEYS = {
     "qwen_mtp_spec": {"arch", "method", "mtp_quantized", "with_mtp", "exclude_mtp"},
     "gpt_oss_spec": {"layers", "hidden", "intermediate", "experts", "experts_fmt", "attn_fmt",
                      "modules_to_not_convert"},
-    "layout": {"modules", "dims", "with_mtp", "store", "store_mtp", "quantization_config", "hf_quant_config"},
+    "layout": {"modules", "dims", "with_mtp", "store", "store_mtp", "quantization_config", "hf_quant_config",
+               "config_extra"},
     "upstream": {"case"},
 }
 DIMS_FAMILIES = {"glm5": models.MoeDims, "deepseek": models.deepseek_dims, "dense": models.DenseDims,
@@ -177,6 +178,7 @@ def _layout_recipe(r: dict[str, Any]) -> models.Spec:
 
     layout = models.Layout(pick)
     cfg = d.config()
+    cfg.update(r.get("config_extra", {}))  # further config.json keys (e.g. mlp_only_layers)
     if "quantization_config" in r:
         cfg["quantization_config"] = _config_value(r["quantization_config"], mods, layout)
     hq = _config_value(r.get("hf_quant_config"), mods, layout)

@@ -106,6 +106,14 @@ def test_unwanted_child_is_reaped(tmp_path, forced):
         os.waitpid(pid, os.WNOHANG)  # already reaped by close()
 
 
+@pytest.mark.parametrize("cpus,load,expected", [
+    (1, 0.0, False), (2, 0.0, True), (2, 1.2, True), (2, 1.5, False), (2, 4.0, False), (16, 8.0, True),
+    (16, 15.6, False),
+])
+def test_helper_only_with_an_idle_core(cpus, load, expected):
+    assert parallel.helps(cpus, load) is expected
+
+
 def test_jobs_setting():
     env = os.environ.get("CKPTLINT_JOBS")
     try:

@@ -119,9 +119,10 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
     from ckptlint.simulate.decisions import decide
     from ckptlint.simulate.fusion import shared_experts_fusion
     from ckptlint.simulate.moe_fallback import moe_scheme_refusal
-    from ckptlint.simulate.names import build_modules
+    from ckptlint.simulate.names import build_modules, class_packed
     from ckptlint.simulate.placements import module_placements
 
+    plan.class_packed = class_packed(plan.arch, config)
     build_modules(ckpt, plan, config)
     if plan.quant is not None and plan.method is not None:
         decide(plan)

@@ -29,12 +29,12 @@ def decide(plan: State) -> None:
     exclude_lists(plan)
     main_list = compile_list(method.match, plan.exclude_main)
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
-    packed = plan.packed = {} if method.no_packed_mapping else {**arch.packed_modules_mapping, **method.packed_extra}
+    packed = plan.packed = {} if method.no_packed_mapping else {**plan.class_packed, **method.packed_extra}
     draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
     skipped = method.layer_skipped
     if skipped is not None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
-        cls_packed = arch.packed_modules_mapping if skipped.class_mapping else {}
+        cls_packed = plan.class_packed if skipped.class_mapping else {}
         main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
         draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
                               cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip

@@ -19,12 +19,14 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
     rank = len(WEIGHT_SUFFIXES)
     scales: list[str] = []
     sc: tuple[int, ...] | None = None  # the weight_scale's shape
+    shapes: dict[str, tuple[int, ...]] = {}  # other tensors' shapes, by suffix (GPTQ/AWQ scales, qzeros, g_idx)
     for i, (suffix, _, shape) in enumerate(sig):
         r = _WEIGHT_RANK.get(suffix)
         if r is not None and r < rank:
             weight, rank = i, r
         elif suffix in QUANT_SUFFIXES or suffix.endswith("_scales"):
             scales.append(suffix)
+            shapes[suffix] = shape
             if suffix == "weight_scale":
                 sc = shape
     scales.sort()
@@ -35,7 +37,9 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
         suffix, dtype, shape = sig[weight]
         quantized = (dtype not in FLOAT_DTYPES) or bool(scales)
         n = k = None
-        if len(shape) >= 2:
+        if suffix == "qweight":
+            n, k = _qweight_nk(shape, shapes)
+        elif len(shape) >= 2:
             n, k = shape[-2], shape[-1]
             if quantized and dtype in ("U8", "I8") and sc is not None:
                 # FP4 packed two per byte: the weight_scale grid tells K (group 16 or 32).
@@ -44,6 +48,29 @@ def stored_form(sig: tuple) -> tuple[Stored, bool]:
         stored = Stored(quantized, TensorInfo(suffix, dtype, shape, ""), tuple(scales), logical_k=k, logical_n=n, sig=sig)
     form = _FORMS[sig] = (stored, has_matrix)
     return form
+
+
+def _qweight_nk(shape: tuple[int, ...], shapes: dict[str, tuple[int, ...]]) -> tuple[int | None, int | None]:
+    """(out features N, in features K) of a GPTQ/AWQ ``qweight`` (docs/frameworks/formats.md), which is
+    stored transposed against nn.Linear: ``scales`` is [K/group, N] in both formats; GPTQ packs along K
+    (qweight [K*bits/32, N], so its last dimension equals the scales'), AWQ along N (qweight
+    [K, N*bits/32]). GPTQ's K is the length of ``g_idx``, else qweight's rows times the packing factor
+    that ``qzeros`` [K/group, N*bits/32] shows. Unknown (None) where the tensors do not say."""
+    sc = shapes.get("scales")
+    if len(shape) != 2 or sc is None or len(sc) != 2 or not sc[-1]:
+        return None, None
+    n = sc[-1]
+    if shape[-1] == n:  # GPTQ: packed along K
+        gi = shapes.get("g_idx")
+        if gi is not None and len(gi) == 1:
+            return n, gi[0]
+        qz = shapes.get("qzeros")
+        if qz is not None and len(qz) == 2 and qz[-1] and n % qz[-1] == 0:
+            return n, shape[0] * (n // qz[-1])
+        return n, None
+    if shape[-1] and n % shape[-1] == 0:  # AWQ: packed along N
+        return n, shape[0]
+    return None, None
 
 
 _FORMS: dict[tuple, tuple[Stored, bool]] = {}

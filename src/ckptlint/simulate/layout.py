@@ -113,7 +113,10 @@ def _quantized_into_float(plan: State, rm: Building, shard: Shard, float_dtype: 
     st = shard.stored
     w = st.weight
     k_logical = st.logical_k
-    if w.dtype in ("U8", "I8", "I32") and k_logical and len(w.shape) >= 2 and k_logical != w.shape[-1]:
+    # a packed [N, K/pack] weight loaded into the float [N, K] `weight` (a GPTQ/AWQ `qweight` is stored
+    # transposed and has no parameter there at all: the unexpected-name path below)
+    if w.dtype in ("U8", "I8", "I32") and k_logical and len(w.shape) >= 2 and k_logical != w.shape[-1] \
+            and w.name != "qweight":
         n = w.shape[-2]
         pshape = (n, k_logical)
         text = _shape_error(plan.target.data.loading, rm, pshape, float_dtype, w.shape, w.dtype, k_logical,

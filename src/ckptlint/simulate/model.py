@@ -173,6 +173,9 @@ class Plan(NamedTuple):
     # every entry of exclude_main, exclude_draft and include, with its origin (ckptlint plan)
     skip_entries: tuple[SkipEntry, ...] = ()
     packed: Mapping[str, tuple[str, ...]] = EMPTY  # fused name -> shards, as the method sees them (main model)
+    # the model class's packed_modules_mapping for this config.json (Architecture.packed_modules_mapping
+    # plus the packed_modules_mapping_if entries whose key is set)
+    class_packed: Mapping[str, tuple[str, ...]] = EMPTY
     whole_draft_excluded: str | None = None
     assumptions: tuple[str, ...] = ()
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all

@@ -36,6 +36,16 @@ def rename_entry(entry: str, rules) -> str:
     return entry
 
 
+def class_packed(arch, config: dict[str, Any]) -> dict[str, list[str]]:
+    """The model class's packed_modules_mapping for this config.json: the class's own entries plus
+    those it adds while it is constructed when a config key is set (``packed_modules_mapping_if``)."""
+    out = dict(arch.packed_modules_mapping)
+    for cond in arch.packed_modules_mapping_if:
+        if config.get(cond.key):
+            out.update(cond.mapping)
+    return out
+
+
 def map_substr(entry: str, mapper: dict[str, str]) -> str:
     # WeightsMapper semantics: at most one substring rule (longest key first), first occurrence.
     for key in sorted(mapper, key=len, reverse=True):

@@ -198,6 +198,15 @@ class Stacked(Strict):
     requires_config: str | None = None  # only when this config.json key is set (non-null)
 
 
+class PackedIf(Strict):
+    """Entries a model class adds to its ``packed_modules_mapping`` while it is constructed, when
+    config.json's ``key`` is set and not empty (not absent, null, false, 0, "", [] or {}): the
+    framework tests the attribute's truth, e.g. ``getattr(config, key, [])``."""
+
+    key: str
+    mapping: dict[str, list[str]]
+
+
 class KindRule(Strict):
     pattern: str  # regex, searched in the runtime module name
     kind: ModuleKind
@@ -375,6 +384,8 @@ class Architecture(Strict):
     expert_w13: list[str] = Field(default_factory=lambda: ["gate_proj", "up_proj"])
     expert_w2: list[str] = Field(default_factory=lambda: ["down_proj"])
     packed_modules_mapping: dict[str, list[str]] = Field(default_factory=dict)
+    # ... plus these entries when a config key is set (later entries win; see PackedIf)
+    packed_modules_mapping_if: list[PackedIf] = Field(default_factory=list)
     kinds: list[KindRule] = Field(default_factory=list)
     mapper_substr: dict[str, str] = Field(default_factory=dict)
     # Runtime prefix rewrite of checkpoint module paths (the model's hf_to_*_mapper renames), in
