@@ -17,6 +17,13 @@ under ``$CKPTLINT_CONFORMANCE_CACHE/vllm-<version>``; nothing is vendored):
 
 A decision is ``"quantized"``, ``"unquantized"`` or ``"error: <message>"`` (the framework refuses,
 e.g. fused shards that disagree).
+
+The runner (conformance/runner.py, ``scripts/conformance.py run`` / ``new``) uses ``Release(version)``:
+``leaf_verdicts(side)`` / ``config_verdicts(side)`` (levels a and b as ``core.Verdict``s),
+``source_checks(target)`` (each tracked architecture of the target data: registered, and its packed
+mapping as vLLM hands it to the quant config), ``extra_probes()`` (``probes`` below, on top of the
+core's matrix) and ``ex.fingerprints`` (``Tracked``: the decision code's source fingerprints, plus
+``load_weights`` and the name mapper of each tracked model class -- tracked, never executed).
 """
 
 from __future__ import annotations
