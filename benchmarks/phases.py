@@ -20,7 +20,8 @@ import ckptlint.targets  # noqa: E402
 
 t_engine = time.perf_counter()
 import ckptlint.cli  # noqa: E402,F401
-import typer  # noqa: E402,F401  (the CLI imports it to parse arguments)
+import ckptlint.cli.argv  # noqa: E402,F401  (what `ckptlint check` imports to parse its command line:
+import ckptlint.cli.check  # noqa: E402,F401  typer only for help and errors)
 
 t_cli = time.perf_counter()
 

@@ -46,6 +46,10 @@ class Side(NamedTuple):
     exclude_entries: tuple[str, ...]  # as the config writes them
     packed: dict[str, list[str]]
     modules: dict[str, ModuleDecision]
+    # the mapping the framework's loader hands the quant config (the model class's runtime
+    # packed_modules_mapping plus the method's additions), whether or not the method's own matcher
+    # uses it (ckptlint's ``packed`` is {} for a method that never consults it)
+    loader_packed: dict[str, list[str]] = {}
     ckpt: Checkpoint | None = None  # the checkpoint itself (config.json keys and tensor dtypes a release reads)
 
 
@@ -86,7 +90,9 @@ def side(ckpt: Checkpoint, target: str, deployment: Deployment | None = None) ->
             tuple(s.ckpt_module for s in rm.shards))
     return Side(target, plan, framework_quant_config(ckpt), plan.quant.method_key, plan.exclude_key,
                 tuple(plan.exclude_main), tuple(plan.exclude_draft), tuple(plan.exclude_entries),
-                {k: list(v) for k, v in dict(plan.packed).items()}, mods, ckpt)
+                {k: list(v) for k, v in dict(plan.packed).items()}, mods,
+                {k: list(v) for k, v in {**dict(plan.arch.packed_modules_mapping),
+                                          **dict(plan.method.packed_extra)}.items()}, ckpt)
 
 
 def load(path: str | Path) -> Checkpoint:

@@ -54,7 +54,14 @@ def ckptlint_says(md: ModuleDecision) -> str:
     return "quantized" if md.quantized else "unquantized"
 
 
+def is_harness_failure(v: Verdict) -> bool:
+    """The adapter could not run the framework's code (``harness: ...``): never an agreement."""
+    return v.quantized is None and v.detail.startswith("harness:")
+
+
 def agrees(v: Verdict, md: ModuleDecision) -> bool:
+    if is_harness_failure(v):
+        return False
     if v.quantized is None:
         return md.conflict
     return not md.conflict and v.quantized == md.quantized
@@ -66,7 +73,13 @@ def compare(side: Side, verdicts: dict[str, Verdict], *, level: str, source: str
     out = []
     for name, v in verdicts.items():
         md = side.modules.get(name)
-        if md is None or agrees(v, md):
+        if md is None:
+            # a whole-source verdict (``<from_config>``): the framework's code did not run at all
+            if name.startswith("<") and is_harness_failure(v):
+                out.append(Disagreement(fw, version, level, side.method_key or "", source, name, (), v.says,
+                                        "a decision per module"))
+            continue
+        if agrees(v, md):
             continue
         ents = tuple(entries) if entries is not None else (side.exclude_draft if md.role == "draft"
                                                              else side.exclude_main)

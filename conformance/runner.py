@@ -10,6 +10,7 @@ are recorded, and optionally ``source_checks(target) -> list[Disagreement]`` and
 from __future__ import annotations
 
 import importlib
+import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,9 @@ def sources(tmp: Path, *, fixtures: bool = True, cases: bool = True, probes: boo
 
         out += [Source(p.id, p.ckpt) for p in pr.probes()]
     return out
+
+
+_AT = re.compile(r" at [\w.]+\.py:\d+")
 
 
 @dataclass
@@ -70,7 +74,7 @@ def check_target(target: str, srcs: Iterable[Source], *, release: Any = None, da
             vs: dict[str, Verdict] = fn(side)
             res.checked += len(vs)
             for name, v in vs.items():
-                res.verdicts[(src.id, level, name)] = v.says
+                res.verdicts[(src.id, level, name)] = _AT.sub("", v.says)  # line numbers move between releases
             found = core.compare(side, vs, level=level, source=src.id)
             res.disagreements += [d._replace(version=version) for d in found]
     if hasattr(rel, "source_checks"):
@@ -113,26 +117,33 @@ def tracked_arch_classes(target: str) -> list[str]:
 
 
 def run(targets: list[str], *, download: bool = True, cases: bool = True, probes: bool = True,
-        progress=None) -> tuple[list[TargetResult], list[Disagreement], list[core.AllowEntry]]:
-    """Every target; returns (results, disagreements not allowed, stale allow entries)."""
+        progress=None, on_result=None) -> tuple[list[TargetResult], list[Disagreement], list[core.AllowEntry]]:
+    """Every target; returns (results, disagreements not allowed, stale allow entries).
+
+    ``on_result(result, bad, allowed, stale)`` is called after each target (its disagreements not
+    allowed, how many the allow-list covered, the allow entries for its release that matched
+    nothing in its run), so a long run records each target as it finishes. Allow entries are
+    judged per target: an entry whose ``versions`` cover a release must match one of that
+    release's disagreements (only on full runs: ``--quick`` skips cases and probes)."""
+    import fnmatch
+
     allow = core.Allow()
-    results = []
+    results, bad_all, stale_all = [], [], []
     with tempfile.TemporaryDirectory(prefix="ckptlint-conformance-") as tmp:
         srcs = sources(Path(tmp), cases=cases, probes=probes)
         for t in targets:
             if progress:
                 progress(f"{t}: {len(srcs)} checkpoints")
-            results.append(check_target(t, srcs, download=download))
-    bad = []
-    for r in results:
-        b, _ = allow.split(r.disagreements)
-        bad += b
-    fws = {t.partition("==")[0] for t in targets}
-    stale = allow.stale(fws) if (cases and probes) else []
-    # an entry for a version not run this time is not stale
-    ran = {(t.partition("==")[0], t.partition("==")[2]) for t in targets}
-    import fnmatch
-
-    stale = [e for e in stale if any(fw == e.framework and any(fnmatch.fnmatchcase(v, p) for p in e.versions)
-                                     for fw, v in ran)]
-    return results, bad, stale
+            r = check_target(t, srcs, download=download)
+            results.append(r)
+            for e in allow.entries:
+                e.used = 0
+            bad, ok = allow.split(r.disagreements)
+            fw, _, v = t.partition("==")
+            stale = [e for e in allow.entries if e.used == 0 and e.framework == fw
+                     and any(fnmatch.fnmatchcase(v, p) for p in e.versions)] if (cases and probes) else []
+            bad_all += bad
+            stale_all += [e for e in stale if e not in stale_all]
+            if on_result:
+                on_result(r, bad, len(ok), stale)
+    return results, bad_all, stale_all

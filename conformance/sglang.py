@@ -54,6 +54,10 @@ LEAVES = {
 # module kinds whose layers SGLang builds with the quant config (plain nn.Linear and routers are not)
 CONFIG_KINDS = ("linear", "moe", "lm_head", "embedding")
 _DEF_RE = re.compile(r"^(class|def) (\w+)", re.M)
+# exceptions the framework's own decision code raises while a layer is built (a start-up error):
+# "some but not all shards" ValueErrors, unsupported-scheme errors, and bare asserts such as
+# 0.5.5 ModelOpt NVFP4's `assert len(prefix_split) == 5` on a fused-name exclude entry
+_FRAMEWORK_ERRORS = (ValueError, NotImplementedError, AssertionError)
 
 
 class Release:
@@ -114,7 +118,7 @@ class Release:
                 else:
                     r = fn(md.name, entries, packed)
                     out[md.name] = Verdict(not r, "skipped" if r else "")
-            except (ValueError, NotImplementedError) as e:
+            except _FRAMEWORK_ERRORS as e:
                 out[md.name] = Verdict(None, _short(e))
             except Exception as e:  # noqa: BLE001 - a harness limit, reported as such
                 out[md.name] = Verdict(None, f"harness: {_short(e)}")
@@ -126,11 +130,26 @@ class Release:
         if cls is None or side.quant is None:
             return {}
         qc = copy.deepcopy(side.quant)
-        qc["packed_modules_mapping"] = copy.deepcopy(side.packed)
+        # The loader hands every method the model class's packed_modules_mapping dict itself
+        # (model_loader/loader.py, weight_utils.py). A class that fills its mapping in __init__
+        # (DeepseekV2ForCausalLM: fused_qkv_a_proj_with_mqa) still has it empty here; __init__ then
+        # mutates that same dict (seen by a config that kept the reference, not by one that
+        # replaced an empty one by a new `{}`), and in some releases also calls
+        # quant_config.update_packed_modules_mapping. Both are replayed, in that order.
+        arch = side.plan.arch_name or ""
+        runtime = copy.deepcopy(side.loader_packed or side.packed)
+        per_instance = self.packed_mapping(arch) is None if arch in self.model_index else False
+        mapping = {k: v for k, v in runtime.items() if k in side.plan.method.packed_extra} if per_instance \
+            else runtime
+        qc["packed_modules_mapping"] = mapping
         try:
             cfg = cls.from_config(qc)
         except Exception as e:  # noqa: BLE001
             return {"<from_config>": Verdict(None, f"harness: from_config: {_short(e)}")}
+        if per_instance:
+            mapping.update(runtime)
+            if self.calls_update_packed(arch) and hasattr(cfg, "update_packed_modules_mapping"):
+                cfg.update_packed_modules_mapping(mapping)
         _hook_schemes(cfg, side.method_key or "")
         cfgs = {"main": _with_list(cfg, side.exclude_entries, side.exclude_main)}
         if side.exclude_draft:
@@ -170,9 +189,25 @@ class Release:
             name = ast.unparse(b).rpartition(".")[2]
             if name in self.model_index:
                 got = self.packed_mapping(name, seen + (cls,))
-                if got:
+                if got is None or got:
                     return got
         return {}
+
+    def calls_update_packed(self, cls: str, seen: tuple[str, ...] = ()) -> bool:
+        """Does the model class (or a base in the models package) call
+        ``quant_config.update_packed_modules_mapping`` while it is built?"""
+        import ast
+
+        from conformance.extract import find_def
+
+        m, _ = self.model_class_node(cls)
+        node = find_def(m, cls) if m is not None and cls not in seen else None
+        if node is None:
+            return False
+        if "update_packed_modules_mapping(" in ast.unparse(node):
+            return True
+        return any(self.calls_update_packed(ast.unparse(b).rpartition(".")[2], seen + (cls,))
+                   for b in node.bases if ast.unparse(b).rpartition(".")[2] in self.model_index)
 
     def source_checks(self, target: str) -> list:
         """Each architecture of ``target``'s data: its ``packed_modules_mapping`` (the fused names
@@ -252,10 +287,13 @@ def _packed_for(side: Side, md: ModuleDecision) -> dict:
 def _with_list(cfg: Any, written: tuple[str, ...], rewritten: tuple[str, ...]) -> Any:
     """Replace the config's skip list (the attribute from_config filled with the entries as written)
     by ckptlint's rewritten list, when ckptlint rewrote it."""
-    if list(written) == list(rewritten):
+    if list(written) == list(rewritten) or not written:
         return cfg
     for attr, val in list(vars(cfg).items()):
-        if isinstance(val, (list, tuple)) and list(val) == list(written) and val:
+        # the list as written, or as from_config stored it with variants added (fp8 0.5.12+ adds the
+        # un-prefixed `layers.N...` form of each entry; ckptlint's rewritten list carries them too)
+        if isinstance(val, (list, tuple)) and val and all(isinstance(x, str) for x in val) \
+                and set(written) <= set(val):
             setattr(cfg, attr, list(rewritten))
     return cfg
 
@@ -264,7 +302,7 @@ def _quant_method_verdict(cfg: Any, md: ModuleDecision) -> Verdict:
     layer = layer_for(md.kind, md.name)
     try:
         qm = cfg.get_quant_method(layer, prefix=md.name)
-    except (ValueError, NotImplementedError) as e:
+    except _FRAMEWORK_ERRORS as e:
         return Verdict(None, _short(e))
     except Exception as e:  # noqa: BLE001
         return Verdict(None, f"harness: {_short(e)}")

@@ -44,6 +44,16 @@ class Stub:
     def __iter__(self):
         return iter(())
 
+    # the same name is the same framework object (``scalar_types.uint4`` read twice compares equal)
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Stub) and other._name == self._name
+
+    def __ne__(self, other: Any) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(("Stub", self._name))
+
     def __len__(self) -> int:
         return 0
 

@@ -33,28 +33,42 @@ def _targets(specs: list[str] | None) -> list[str]:
     return out
 
 
+def _stale_text(e) -> str:
+    return f"{e.framework} {','.join(e.versions)} {e.level} {e.method} {e.source} {e.module} {e.says}"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    """Runs the targets; after each one (unless --quick) its lock entry records this run, agreeing
+    or not, and docs/conformance.md's lock-status section is regenerated."""
+    import time
+
     targets = _targets(args.target)
-    results, bad, stale = runner.run(targets, download=not args.no_download, cases=not args.quick,
-                                     probes=not args.quick, progress=lambda m: print(m, file=sys.stderr))
-    for r in results:
+
+    def record(r, bad, allowed, stale):
         print(f"{r.target}: {r.checked} module decisions checked, {len(r.disagreements)} disagreements "
-              f"({len([d for d in bad if f'{d.framework}=={d.version}' == r.target])} not allowed), "
-              f"{len(r.fingerprints)} upstream functions fingerprinted")
-    for d in bad:
-        print("DISAGREE", d.line())
-    for e in stale:
-        print(f"STALE allow entry ({e.framework} {e.versions} {e.level} {e.method} {e.source} {e.module}): {e.reason}")
-    if bad or stale:
-        print(f"{len(bad)} disagreements, {len(stale)} stale allow entries: lock not written", file=sys.stderr)
-        return 1
+              f"({len(bad)} not allowed), {len(stale)} stale allow entries, "
+              f"{len(r.fingerprints)} upstream functions fingerprinted, {time.monotonic() - t0:.0f} s", flush=True)
+        for d in bad:
+            print("DISAGREE", d.line(), flush=True)
+        for e in stale:
+            print(f"STALE allow entry ({_stale_text(e)}): {e.reason}", flush=True)
+        if not args.quick:
+            lock.write({r.target: lock.entry(r.target, fingerprints=r.fingerprints, checked=r.checked,
+                                             disagreements=bad, allowed=allowed,
+                                             stale=[_stale_text(e) for e in stale])})
+            lock.write_docs(ckptside.targets())
+
+    t0 = time.monotonic()
+    results, bad, stale = runner.run(targets, download=not args.no_download, cases=not args.quick,
+                                     probes=not args.quick, progress=lambda m: print(m, file=sys.stderr),
+                                     on_result=record)
     if args.quick:
         print("quick run (fixtures only): lock not written", file=sys.stderr)
-        return 0
-    lock.write({r.target: {"data": lock.data_digest(r.target), "wheel_sources": lock.sources_digest(r.fingerprints),
-                           "functions": len(r.fingerprints), "decisions": r.checked} for r in results})
-    print(f"lock written: {lock.LOCK_FILE.relative_to(REPO)}")
-    return 0
+    else:
+        print(f"lock written for {len(results)} target(s): {lock.LOCK_FILE.relative_to(REPO)} "
+              f"(docs/conformance.md lock-status section regenerated)", file=sys.stderr)
+    print(f"{len(bad)} disagreements, {len(stale)} stale allow entries, {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return 1 if (bad or stale) else 0
 
 
 def cmd_new(args: argparse.Namespace) -> int:
@@ -103,26 +117,36 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_lock_status(args: argparse.Namespace) -> int:
-    st = lock.status(ckptside.targets())
+    """Per target: the result of its last conformance run (agree / N disagreements), "data changed"
+    when its target data changed since, "not locked" when never run. Exit 1 unless every target agrees
+    on current data. ``--write-docs`` regenerates docs/conformance.md's section from the lock."""
+    targets = ckptside.targets()
+    st = lock.status(targets)
     for t, s in st.items():
-        print(f"{t:20} {s}")
-    return 0 if all(s == "ok" for s in st.values()) else 1
+        hint = f"  (re-run: {lock.rerun_command(t)})" if s in ("data changed", "not locked") else ""
+        print(f"{t:20} {s}{hint}")
+    if args.write_docs:
+        changed = lock.write_docs(targets)
+        print(f"docs/conformance.md: {'updated' if changed else 'already current'}", file=sys.stderr)
+    return 0 if all(s == "agree" for s in st.values()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run the suite; writes the lock when everything agrees")
+    r = sub.add_parser("run", help="run the suite; records each target's run in the lock")
     r.add_argument("--target", action="append", help="a target or range (default: every verified release)")
     r.add_argument("--no-download", action="store_true", help="use cached wheels only")
-    r.add_argument("--quick", action="store_true", help="fixtures only (no rule cases, no probes); never locks")
+    r.add_argument("--quick", action="store_true", help="fixtures only (no rule cases, no probes); never writes the lock")
     n = sub.add_parser("new", help="what changes in a new framework release")
     n.add_argument("framework", choices=["sglang", "vllm"])
     n.add_argument("version")
     n.add_argument("newer", nargs="?", help="with two versions: the first is the previous release")
     n.add_argument("--previous", help="the supported release to compare with (default: the newest older one)")
     n.add_argument("--limit", type=int, default=60)
-    sub.add_parser("lock-status", help="which targets' data changed since the lock was written (offline)")
+    ls = sub.add_parser("lock-status", help="each target's last run from the lock: agree / N disagreements / "
+                                            "data changed / not locked (offline)")
+    ls.add_argument("--write-docs", action="store_true", help="regenerate docs/conformance.md's section")
     args = ap.parse_args(argv)
     return {"run": cmd_run, "new": cmd_new, "lock-status": cmd_lock_status}[args.cmd](args)
 

@@ -108,6 +108,38 @@ def test_gptq_dynamic_stays_an_object(tmp_path, dynamic):
     assert errors_for(path, t.id) == []  # and CF311 does not fire (it would on a list)
 
 
+@pytest.mark.parametrize("release", ["sglang==0.5.5", "sglang==0.5.23"])  # vLLM infers the BF16 module unquantized
+def test_gptq_dynamic_rule_goes_before_a_matching_positive_rule(tmp_path, release):
+    # The first `dynamic` rule that matches decides (get_dynamic_override in SGLang
+    # layers/quantization/utils.py and vLLM utils/gptq_utils.py): the `+:` rule naming every down_proj keeps
+    # layer 1's BF16 down_proj quantized, and a `-:` rule appended after it would change nothing.
+    dynamic = {"-:lm_head": {}, "+:.*mlp\\.down_proj": {"group_size": 128}, "+:.*v_proj": {"bits": 4}}
+    path = _gptq(tmp_path, "gptq", dynamic=dynamic)
+    text = (path / "config.json").read_text()
+    (t,) = resolve(release)
+    assert errors_for(path, t.id) == [("QD401", "model.layers.1.mlp.down_proj")]
+    fp = plan_fix(str(path), t, others=[])
+    new = r"-:model\.layers\.1\.mlp\.down_proj$"
+    assert fp.added == [new] and fp.not_fixable == [] and fp.remaining == []
+    write_fix(str(path), fp)
+    qc = json.loads((path / "config.json").read_text())["quantization_config"]
+    assert isinstance(qc["dynamic"], dict)
+    assert list(qc["dynamic"].items()) == [("-:lm_head", {}), (new, {}), *list(dynamic.items())[1:]]
+    # only the new member was inserted: the rest of the text is byte for byte what it was
+    after = (path / "config.json").read_text()
+    assert difflib_added(text, after) == [json.dumps(new) + ": {},"]
+    assert errors_for(path, t.id) == []
+
+
+def difflib_added(before: str, after: str) -> list[str]:
+    """The lines ``after`` adds to ``before``; asserts that no line was removed or changed."""
+    import difflib
+
+    ops = [line for line in difflib.ndiff(before.splitlines(), after.splitlines()) if line[:2] in ("+ ", "- ")]
+    assert all(op.startswith("+ ") for op in ops), ops
+    return [op[2:].strip() for op in ops]
+
+
 @pytest.mark.parametrize("key, value, kinds", [
     ("exclude", '"lm_head"', "a string, not a list"), ("exclude", '{"lm_head": 1}', "an object, not a list"),
     ("exclude", "3", "a number, not a list"), ("dynamic", '["-:lm_head"]', "a list, not an object"),
@@ -116,7 +148,7 @@ def test_gptq_dynamic_stays_an_object(tmp_path, dynamic):
 def test_a_value_of_another_type_is_refused_not_replaced(key, value, kinds):
     # (The methods' parsers already reject these as CF311 before fix gets there; this is the backstop.)
     text = '{"quantization_config": {"quant_method": "x", "%s": %s}}' % (key, value)
-    edit = fixmod._Edit(text, "config.json", key, ["dynamic:-"] if key == "dynamic" else [key])
+    edit = fixmod._Edit(text, "config.json", key, [key])
     assert edit.refusal() == (f"`quantization_config.{key}` in config.json is {kinds}: ckptlint only adds entries "
                               "and never replaces a value of another type; fix it by hand")
 
@@ -352,3 +384,16 @@ def test_extend_only_inserts_and_gives_the_intended_document(doc, section, curre
         assert "\r" not in out
     elif indent is not None:
         assert "\r\n" in out and "\n" not in out.replace("\r\n", "")
+
+
+@pytest.mark.parametrize("text, before, want", [
+    ('{"q": {"d": {"a": 1, "b": 2}}}', "b", '{"q": {"d": {"a": 1, "c": {}, "b": 2}}}'),
+    ('{"q": {"d": {"a": 1, "b": 2}}}', "a", '{"q": {"d": {"c": {}, "a": 1, "b": 2}}}'),
+    ('{"q": {"d": {"a":1}}}', "a", '{"q": {"d": {"c":{},"a":1}}}'),
+    ('{"q": {"d": {\n  "a": 1\n}}}', "a", '{"q": {"d": {\n  "c": {},\n  "a": 1\n}}}'),
+    ('{"q": {"d": {"a": 1}}}', "zz", '{"q": {"d": {"a": 1,"c": {}}}}'),  # no such key: appended
+])
+def test_jsonedit_inserts_before_a_key(text, before, want):
+    from ckptlint import jsonedit
+
+    assert jsonedit.extend(text, ["q"], "d", [("c", "{}")], "object", before=before) == want

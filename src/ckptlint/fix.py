@@ -3,7 +3,8 @@ what the checkpoint stores.
 
 Only additions are made, in the form the method reads, to the file the target reads
 (``config.json``'s ``quantization_config`` when present, else ``hf_quant_config.json``): entries
-appended to a list, or ``"-:<regex>": {}`` members added to a GPTQ ``dynamic`` object. A value of
+appended to a list, or ``"-:<regex>": {}`` members added to a GPTQ ``dynamic`` object (before the first
+existing rule that matches the module, since the first matching rule decides). A value of
 another type is never replaced (the fix is refused with a message instead). The edit is textual
 (ckptlint.jsonedit): every byte outside it -- line endings, number formatting, escapes, key order --
 stays as it was, and the edited text must parse to exactly the intended document. The result is
@@ -158,7 +159,7 @@ class _Edit:
     def __init__(self, text: str, source: str, key: str, method_keys: list[str]) -> None:
         self.text, self.source = text, source
         self.section = "quantization_config" if source == "config.json" else "quantization"
-        self.dynamic = key in ("dynamic", "dynamic:-") and "dynamic:-" in method_keys
+        self.dynamic = key == "dynamic" and "dynamic" in method_keys
         self.key = "dynamic" if self.dynamic else key
         self.doc = json.loads(text)
 
@@ -177,11 +178,20 @@ class _Edit:
         """(the edited document, its text, the entries added as they appear in the file)."""
         doc = copy.deepcopy(self.doc)
         section = doc[self.section]
+        before = None
         if self.dynamic:
             current = section.get(self.key) or {}
             keys = [_dynamic_key(e) for e in additions]
             added = [k for k in dict.fromkeys(keys) if k not in current]
-            section[self.key] = {**current, **{k: {} for k in added}}
+            # The first rule that matches decides (get_dynamic_override): the new `-:` rules go before the
+            # first existing rule that matches a module they are for, else at the end.
+            rules = list(current)
+            first = min((i for i, k in enumerate(rules) if isinstance(k, str) and any(
+                _rule_matches(k, e) for e in additions)), default=len(rules))
+            before = rules[first] if first < len(rules) else None
+            merged = {**{k: current[k] for k in rules[:first]}, **{k: {} for k in added},
+                      **{k: current[k] for k in rules[first:]}}
+            section[self.key] = merged
             items: list = [(k, "{}") for k in added]
         else:
             current = section.get(self.key) or []
@@ -189,8 +199,10 @@ class _Edit:
             section[self.key] = current + added
             items = [json.dumps(e, ensure_ascii=False) for e in added]
         new_text = jsonedit.extend(self.text, [self.section], self.key, items,
-                                   "object" if self.dynamic else "array")
+                                   "object" if self.dynamic else "array", before=before)
         jsonedit.check(new_text, doc)
+        if self.dynamic and list(json.loads(new_text)[self.section][self.key]) != list(section[self.key]):
+            raise EditError("the edited `dynamic` rules are not in the intended order")
         return doc, new_text, added
 
 
@@ -198,6 +210,14 @@ def _dynamic_key(entry: str) -> str:
     # A skip-list entry as a GPTQModel negative `dynamic` rule (re.match on the module name): an exact
     # name becomes its escaped, end-anchored regex.
     return "-:" + (entry[3:] if entry.startswith("re:") else re.escape(entry) + "$")
+
+
+def _rule_matches(rule: str, name: str) -> bool:
+    # A GPTQModel `dynamic` key (`-:`/`+:`/bare regex) re.match'ed against a module name (not a `re:` entry).
+    if name.startswith("re:"):
+        return False
+    rx = userregex.compile_user(rule[2:] if rule[:2] in ("-:", "+:") else rule)
+    return rx is not None and rx.match(name) is not None
 
 
 def _kind(value: object) -> str:

@@ -1,5 +1,6 @@
-"""Minimal edits of a JSON text: append to an array or add a member to an object, leaving every other
-byte as it was (line endings, number formatting, escapes, spacing, key order, duplicate keys).
+"""Minimal edits of a JSON text: append to an array or add a member to an object (at its end or before a
+given key), leaving every other byte as it was (line endings, number formatting, escapes, spacing, key
+order, duplicate keys).
 
 The text must already parse with ``json.loads``. Positions come from a small scanner over its tokens;
 where ``json.loads`` keeps the last of duplicate keys, so do :func:`find` and the edits. New values
@@ -170,13 +171,27 @@ def _append(text: str, node: Node, items: list[str]) -> str:
     return text[:last[4]] + "".join(sep + it for it in items) + text[last[4]:]
 
 
+def _insert(text: str, node: Node, index: int, items: list[str]) -> str:
+    """Insert ``items`` before the member at ``index`` of a non-empty container, with its separators."""
+    if index >= len(node.members):
+        return _append(text, node, items)
+    at = node.members[index][1 if node.kind == "object" else 3]
+    if len(node.members) > 1:
+        a, b = node.members[0], node.members[1]
+        sep = text[a[4]:b[1] if node.kind == "object" else b[3]]
+    else:
+        sep = "," + text[node.start + 1:at] if _multiline(text, node) else _item_sep(text)
+    return text[:at] + "".join(it + sep for it in items) + text[at:]
+
+
 def _multiline_holder(text: str, obj: Node) -> bool:
     return _multiline(text, obj) if obj.members else ("\n" in text or "\r" in text)
 
 
-def extend(text: str, path: list[str], key: str, items: list[Any], kind: str) -> str:
+def extend(text: str, path: list[str], key: str, items: list[Any], kind: str, before: str | None = None) -> str:
     """Add ``items`` to the container at ``path`` + ``key``: array values as JSON text (``kind``
-    "array"), or (key, value as JSON text) pairs (``kind`` "object"). The container is created where
+    "array"), or (key, value as JSON text) pairs (``kind`` "object"); at the end, or in an object before the
+    first member named ``before`` (where order matters: GPTQ `dynamic` rules). The container is created where
     ``key`` is absent or ``null``; any other value is an EditError (its type is never changed)."""
     if not items:
         return text
@@ -202,6 +217,9 @@ def extend(text: str, path: list[str], key: str, items: list[Any], kind: str) ->
         raise EditError(f"{'.'.join([*path, key])} is not an {kind}")
     if not child.members:
         return text[:child.start] + container(text, items, opener, indent, multiline) + text[child.end:]
+    if before is not None and kind == "object":
+        index = next((i for i, m in enumerate(child.members) if m[0] == before), len(child.members))
+        return _insert(text, child, index, items)
     return _append(text, child, items)
 
 

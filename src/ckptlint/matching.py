@@ -51,8 +51,12 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return _regex_pred(entry)
         dotted = "." + entry
         return lambda name: name == entry or name.endswith(dotted)
-    if mode == "dotted_path":
+    if mode in ("dotted_path", "dotted_path_strip"):
+        if mode == "dotted_path_strip":  # trailing dots dropped first (an entry `lm_head.` is `lm_head`)
+            entry = entry.rstrip(".")
         start, inner = entry + ".", "." + entry + "."
+        if mode == "dotted_path_strip":
+            return lambda name: (lambda n: n == entry or n.startswith(start) or inner in "." + n + ".")(name.rstrip("."))
         return lambda name: name == entry or name.startswith(start) or inner in "." + name + "."
     if mode == "glob_component":
         glob = compile_user(glob_regex(entry), full=True)
@@ -77,10 +81,37 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return name.startswith("language_model.") and entry in name[len("language_model."):]
 
         return either
+    if mode == "glob_full":
+        # vLLM 0.11 NVFP4: an entry holding `*` or `.` is a ModelOpt glob fullmatch'ed against the whole
+        # name; any other entry is left to the exact test before it.
+        if "*" not in entry and "." not in entry:
+            return lambda name: False
+        glob = compile_user(glob_regex(entry), full=True)
+        return glob.match if glob is not None else None
+    if mode == "substring_proper":
+        # A substring other than the whole name (`entry != name and entry in name`), or of the name without
+        # its `language_model.` prefix: an entry equal to the name is left to the exact test before it.
+        lm = "language_model."
+        return lambda name: entry != name and (entry in name or (name.startswith(lm) and entry in name[len(lm):]))
     if mode == "fnmatch":
         rx = re.compile(fnmatch.translate(entry))
         return lambda name: rx.match(name) is not None
+    if mode == "gptq_dynamic":
+        # GPTQModel `dynamic` keys: `-:<regex>` (excludes) or `+:<regex>` / `<regex>` (a per-module
+        # override that keeps the module quantized), each re.match'ed; the first rule that matches decides.
+        rx = compile_user(entry[2:] if entry[:2] in ("-:", "+:") else entry)
+        return rx.match if rx is not None else None
     raise ValueError(f"unknown match mode {mode!r}")
+
+
+def keeps_mode(mode: str) -> bool:
+    """Does ``mode`` have rules that keep a module (first-match lists with positive rules)?"""
+    return mode == "gptq_dynamic"
+
+
+def keeps(mode: str, entry: str) -> bool:
+    """Is ``entry`` a rule that, matching first, keeps the module quantized (stops the search)?"""
+    return mode == "gptq_dynamic" and not entry.startswith("-:")
 
 
 @dataclass
@@ -89,11 +120,17 @@ class CompiledList:
     entries: list[str]
     preds: list[Predicate | None]
 
-    def first_match(self, name: str) -> str | None:
+    def first_rule(self, name: str) -> str | None:
+        """The first entry that matches ``name`` (a keeping rule included), or None."""
         for entry, pred in zip(self.entries, self.preds):
             if pred is not None and pred(name):
                 return entry
         return None
+
+    def first_match(self, name: str) -> str | None:
+        """The entry that excludes ``name``: the first that matches, unless that one keeps it."""
+        hit = self.first_rule(name)
+        return None if hit is None or keeps(self.mode, hit) else hit
 
     def invalid(self) -> list[str]:
         return [e for e, p in zip(self.entries, self.preds) if p is None]

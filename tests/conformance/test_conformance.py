@@ -38,9 +38,10 @@ def test_release_agrees(target, sources):
 
 
 def test_known_disagreement_is_detected():
-    """The harness can fail: a probe whose skip list SGLang 0.5.23's compressed-tensors matcher
-    applies by dotted suffix, run against ckptlint predictions made with a plain substring
-    matcher (0.5.17's rules vs the 0.5.18 wheel differ on `mlp.gate`)."""
+    """The harness can fail: SGLang 0.5.23's compressed-tensors matcher and ckptlint agree on the
+    probe whose ignore list holds the dotted suffix `self_attn.o_proj`; the same framework verdicts
+    compared with a forged ckptlint side (every module's quantized decision flipped) must be reported
+    as disagreements."""
     from conformance import ckptside, core
     from conformance.probes import probes
     from conformance.sglang import Release

@@ -10,7 +10,7 @@ unusable input; 3 internal error (a bug: short message, traceback only with ``--
 import sys
 
 from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format,
-                                 Platform, RulesFormat, UsageError)
+                                 Platform, RulesFormat, UsageError, to_typer)
 
 # the command line's public names
 __all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "CheckFormat", "FailOn", "Format", "Platform",
@@ -28,7 +28,7 @@ def build_app():
                            "SGLang or vLLM release, from config.json and safetensors headers alone.")
     for command in (check.check, upgrade.upgrade, plan.plan, fix.fix, info.targets, info.rules, info.rule,
                     info.gpus, inspect_cmd.inspect):
-        app.command()(command)
+        app.command()(to_typer(command))
     return app
 
 
@@ -46,6 +46,8 @@ def main(argv: list[str] | None = None) -> None:
     if debug:
         args = [a for a in args if a != "--debug"]
     try:
+        if args[:1] == ["check"] and _check_directly(args[1:]):
+            return
         app = build_app()
         app(args=args, prog_name="ckptlint", standalone_mode=True)
     except SystemExit:
@@ -67,3 +69,49 @@ def main(argv: list[str] | None = None) -> None:
                          "This is a bug in ckptlint; please report it with the command line "
                          "(rerun with --debug for the traceback).\n")
         raise SystemExit(EXIT_INTERNAL)
+
+
+def _check_directly(args: list[str]) -> bool:
+    """Run ``ckptlint check ARGS`` without typer when :mod:`ckptlint.cli.argv` reads ARGS as typer
+    would (False: it does not, and the typer app runs the command line). What click's standalone
+    mode does around a command is done here too: an interrupt prints "Aborted!" and exits 1, a
+    closed output pipe exits 1."""
+    from ckptlint.cli import argv, check
+
+    kwargs = argv.parse(check.check, args)
+    if kwargs is None:
+        return False
+    try:
+        check.check(**kwargs)
+    except (EOFError, KeyboardInterrupt):
+        sys.stderr.write("\nAborted!\n")
+        sys.stderr.flush()
+        raise SystemExit(1)
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.EPIPE:
+            raise
+        sys.stdout = _Pacified(sys.stdout)
+        sys.stderr = _Pacified(sys.stderr)
+        raise SystemExit(1)
+    raise SystemExit(EXIT_OK)  # (check itself always exits with its code)
+
+
+class _Pacified:
+    """A stream whose flush ignores a closed pipe (as click's PacifyFlushWrapper, after EPIPE)."""
+
+    def __init__(self, wrapped) -> None:
+        self.wrapped = wrapped
+
+    def flush(self) -> None:
+        try:
+            self.wrapped.flush()
+        except OSError as exc:
+            import errno
+
+            if exc.errno != errno.EPIPE:
+                raise
+
+    def __getattr__(self, name: str):
+        return getattr(self.wrapped, name)

@@ -6,11 +6,9 @@ import time
 from enum import Enum
 from typing import Annotated, Optional
 
-import typer
-
 from ckptlint.cli import common
-from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, KvFractionOpt, SharedArgs,
-                                 TargetsOpt, usage_error)
+from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Argument, CheckFormat, FailOn, KvFractionOpt,
+                                 Option, SharedArgs, TargetsOpt, echo, usage_error)
 
 
 class Color(str, Enum):
@@ -19,12 +17,12 @@ class Color(str, Enum):
     never = "never"
 
 
-PathsArg = Annotated[list[str], typer.Argument(
+PathsArg = Annotated[list[str], Argument(
     help="Checkpoints: directories, files of a checkpoint (a .safetensors shard stands for the checkpoint "
          "beside it), or hf://ORG/REPO[@REVISION]. Several are checked concurrently.")]
 
 
-ReportOpt = Annotated[Optional[list[str]], typer.Option(
+ReportOpt = Annotated[Optional[list[str]], Option(
     "--report", help="Also write the report in another format to a file, FORMAT:FILE (e.g. sarif:ckptlint.sarif, "
     "markdown:summary.md); repeatable. One check, several reports.")]
 
@@ -33,18 +31,18 @@ ReportOpt = Annotated[Optional[list[str]], typer.Option(
 def check(
     path: PathsArg,
     target: TargetsOpt = None,
-    format: Annotated[CheckFormat, typer.Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0) or github (workflow-command annotations, then the text report).")] = CheckFormat.text,
-    fail_on: Annotated[Optional[FailOn], typer.Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
-    select: Annotated[Optional[list[str]], typer.Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
-    ignore: Annotated[Optional[list[str]], typer.Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
-    extend_select: Annotated[Optional[list[str]], typer.Option("--extend-select", help="Add these rules to the selection.")] = None,
-    output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write the report to this file.")] = None,
+    format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0) or github (workflow-command annotations, then the text report).")] = CheckFormat.text,
+    fail_on: Annotated[Optional[FailOn], Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
+    select: Annotated[Optional[list[str]], Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
+    ignore: Annotated[Optional[list[str]], Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
+    extend_select: Annotated[Optional[list[str]], Option("--extend-select", help="Add these rules to the selection.")] = None,
+    output: Annotated[Optional[str], Option("--output", "-o", help="Write the report to this file.")] = None,
     report: ReportOpt = None,
-    baseline: Annotated[Optional[str], typer.Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones; one checkpoint).")] = None,
-    write_baseline: Annotated[Optional[str], typer.Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (one checkpoint).")] = None,
+    baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones; one checkpoint).")] = None,
+    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (one checkpoint).")] = None,
     kv_cache_fraction: KvFractionOpt = None,
-    color: Annotated[Color, typer.Option("--color", help="Colour in the text report: auto (a terminal, unless NO_COLOR is set), always, never.")] = Color.auto,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress on stderr.")] = False,
+    color: Annotated[Color, Option("--color", help="Colour in the text report: auto (a terminal, unless NO_COLOR is set), always, never.")] = Color.auto,
+    quiet: Annotated[bool, Option("--quiet", "-q", help="No progress on stderr.")] = False,
     *,
     shared: SharedArgs,
 ) -> None:
@@ -72,7 +70,7 @@ def check(
     _write_reports(outcomes, format.value, output, extra, req.color)
     code = EXIT_USAGE if any(o.error is not None for o in outcomes) else \
         EXIT_FINDINGS if any(o.failing for o in outcomes) else EXIT_OK
-    raise typer.Exit(code)
+    raise SystemExit(code)
 
 
 def _distinct(paths: list[str]) -> list[str]:
@@ -138,7 +136,7 @@ def _run(paths: list[str], req, fmt: str, output: str | None, quiet: bool) -> li
         if out.error is not None:
             usage_error(out.error)
         for note in out.notes:
-            typer.echo(note, err=True)
+            echo(note)
         return [out]
     progress = _Progress(len(paths), enabled=not quiet)
     stream = fmt == "jsonl" and not output
@@ -146,7 +144,7 @@ def _run(paths: list[str], req, fmt: str, output: str | None, quiet: bool) -> li
     def on_result(i: int, o) -> None:
         progress.done(o)
         for note in o.notes:
-            typer.echo(f"{o.path}: {note}", err=True)
+            echo(f"{o.path}: {note}")
         if stream:
             progress.clear()
             sys.stdout.write(o.outputs["jsonl"] if o.error is None else multi.error_line(o))
@@ -218,4 +216,4 @@ class _Progress:
         self.clear()
         if self.enabled:
             secs = sum(o.seconds for o in outcomes)
-            typer.echo(f"ckptlint: checked {len(outcomes)} checkpoints ({secs:.1f} s of checking)", err=True)
+            echo(f"ckptlint: checked {len(outcomes)} checkpoints ({secs:.1f} s of checking)")

@@ -8,10 +8,9 @@ import inspect as _inspect
 import operator
 import os
 import re
+import sys
 from enum import Enum
 from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
-
-import typer
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -64,14 +63,74 @@ def usage_error(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+# ----------------------------------------------------------------------------- declarations
+
+class Decl(NamedTuple):
+    """The arguments of a ``Option(...)`` or ``Argument(...)``, kept as data: the
+    commands declare their parameters with these (:func:`Option`, :func:`Argument`), so that
+    ``ckptlint check`` can parse its command line without importing typer (:mod:`ckptlint.cli.argv`,
+    ~40 ms of imports); :func:`to_typer` makes the typer objects when the typer app is built
+    (help, errors, every other command)."""
+
+    kind: str  # "Option" or "Argument"
+    args: tuple
+    kwargs: dict
+
+
+def Option(*args: Any, **kwargs: Any) -> Decl:
+    return Decl("Option", args, kwargs)
+
+
+def Argument(*args: Any, **kwargs: Any) -> Decl:
+    return Decl("Argument", args, kwargs)
+
+
+def to_typer(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` with every :class:`Decl` in its parameters' annotations made into typer's object."""
+    import typer
+
+    sig = _inspect.signature(func)
+
+    def convert(ann: Any) -> Any:
+        meta = getattr(ann, "__metadata__", ())
+        if not any(isinstance(m, Decl) for m in meta):
+            return ann
+        made = tuple(getattr(typer, m.kind)(*m.args, **m.kwargs) if isinstance(m, Decl) else m for m in meta)
+        return Annotated[(ann.__origin__, *made)]  # type: ignore[valid-type]
+
+    params = [p.replace(annotation=convert(p.annotation)) for p in sig.parameters.values()]
+
+    @functools.wraps(func)
+    def command(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    del command.__wrapped__  # typer reads the signature above, not func's
+    return command
+
+
+def echo(message: str) -> None:
+    """``typer.echo(message, err=True)`` without importing typer: the same write and flush of the
+    message and a newline to stderr. click's echo differs only by removing ANSI escape sequences
+    when stderr is not a terminal, so a message with an escape character is still passed to it."""
+    if "\x1b" in message:
+        import typer
+
+        typer.echo(message, err=True)
+        return
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 # ----------------------------------------------------------------------------- shared options
 
-PathArg = Annotated[str, typer.Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")]
-KvFractionOpt = Annotated[Optional[float], typer.Option(
+PathArg = Annotated[str, Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")]
+KvFractionOpt = Annotated[Optional[float], Option(
     "--kv-cache-fraction", min=0.0, max=0.9,
     help="Share of each GPU's memory the KV cache needs after weights and runtime reserve for a "
          "deployment to fit (default 0.10; memory fit is checked when --gpu or --tp is given).")]
-TargetsOpt = Annotated[Optional[list[str]], typer.Option(
+TargetsOpt = Annotated[Optional[list[str]], Option(
     "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15), FRAMEWORK for every verified release, or "
     "bounds such as 'vllm>=0.24'; repeatable. Default: the newest verified release of each framework.")]
 
@@ -92,27 +151,27 @@ class SharedArgs(NamedTuple):
 
 
 _SHARED: list[tuple[str, Any]] = [
-    ("speculative", Annotated[Optional[bool], typer.Option(
+    ("speculative", Annotated[Optional[bool], Option(
         "--speculative/--no-speculative",
         help="MTP speculative decoding with the checkpoint's own MTP layer (default: on when config.json declares one). "
         "Findings about the MTP layer (missing or mis-stored MTP weights, MT7xx, and the draft model's modules) exist "
         "only with it on; --no-speculative checks the serving setup without speculative decoding.")]),
-    ("platform", Annotated[Optional[Platform], typer.Option(
+    ("platform", Annotated[Optional[Platform], Option(
         "--platform", help="cuda or rocm (default: the quant format's native platform).")]),
-    ("tp", Annotated[Optional[int], typer.Option("--tp", min=1, help="Tensor-parallel size (default 1).")]),
-    ("gpu", Annotated[Optional[str], typer.Option(
+    ("tp", Annotated[Optional[int], Option("--tp", min=1, help="Tensor-parallel size (default 1).")]),
+    ("gpu", Annotated[Optional[str], Option(
         "--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]),
-    ("ep", Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]),
-    ("dp_attention", Annotated[bool, typer.Option(
+    ("ep", Annotated[Optional[int], Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]),
+    ("dp_attention", Annotated[bool, Option(
         "--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]),
-    ("disable_shared_experts_fusion", Annotated[bool, typer.Option(
+    ("disable_shared_experts_fusion", Annotated[bool, Option(
         "--disable-shared-experts-fusion",
         help="Assume SGLang runs with --disable-shared-experts-fusion (default: its own default for the model and GPU).")]),
-    ("config", Annotated[Optional[str], typer.Option(
+    ("config", Annotated[Optional[str], Option(
         "--config", help="Use this configuration file (ckptlint.toml, or pyproject.toml with [tool.ckptlint]) "
         "instead of looking next to the checkpoint, then in the current directory.")]),
-    ("isolated", Annotated[bool, typer.Option("--isolated", help="Ignore all configuration files.")]),
-    ("endpoint", Annotated[Optional[str], typer.Option(
+    ("isolated", Annotated[bool, Option("--isolated", help="Ignore all configuration files.")]),
+    ("endpoint", Annotated[Optional[str], Option(
         "--endpoint", help="Hub URL for hf://ORG/REPO[@REVISION] paths (default: $HF_ENDPOINT or https://huggingface.co).")]),
 ]
 _SHARED_DEFAULTS = SharedArgs._field_defaults
@@ -152,7 +211,7 @@ def checkpoint_path(path: str) -> str:
     if note and resolved != path:
         from ckptlint.render.safe import clean
 
-        typer.echo(f"ckptlint: {clean(note)}", err=True)
+        echo(f"ckptlint: {clean(note)}")
     return resolved
 
 
@@ -241,7 +300,7 @@ def settings(path: str | None, shared: SharedArgs):
     except ConfigError as exc:
         usage_error(str(exc))
     for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
-        typer.echo(f"ckptlint: {note}", err=True)
+        echo(f"ckptlint: {note}")
     return cfg
 
 
@@ -291,8 +350,7 @@ def one_target(target: str | None, cfg, command: str, *, default_newest: bool = 
     specs = [target] if target else (cfg.config.target or [])
     if not specs and default_newest:
         release = newest_sglang()
-        typer.echo(f"ckptlint: {command}: no --target given: {release.id} (the newest verified SGLang release)",
-                   err=True)
+        echo(f"ckptlint: {command}: no --target given: {release.id} (the newest verified SGLang release)")
         return release
     if not specs:
         usage_error(f"{command} needs --target FRAMEWORK==VERSION")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,15 +91,19 @@ class QuantConfig:
     def exclude_list(self, keys: list[str]) -> tuple[str | None, list[str]]:
         """The skip list the framework reads: first of ``keys`` present in the config."""
         for key in keys:
-            if key == "dynamic:-":  # GPTQModel negative `dynamic` rules, as `re:` entries
+            if key == "dynamic":  # GPTQModel `dynamic` rules, every key in the order written (match gptq_dynamic)
                 dyn = self.raw.get("dynamic")
                 if isinstance(dyn, dict):
-                    return "dynamic", ["re:" + k[2:] for k in dyn if isinstance(k, str) and k.startswith("-:")]
+                    return "dynamic", [k for k in dyn if isinstance(k, str)]
                 continue
             val = self.raw.get(key)
             if isinstance(val, list):
                 return key, [v for v in val if isinstance(v, str)]
         return None, []
+
+    def base_config(self) -> QuantConfig:
+        """The config without per-module overrides (GPTQModel `dynamic` `+:` rules)."""
+        return self
 
     def scheme_for(self, module: str, kind: str, loader: str | None = None,
                    shards: list[str] | None = None) -> Scheme | None:
@@ -149,6 +154,9 @@ class GptqLikeConfig(QuantConfig):
     positive: list[tuple[UserRegex, dict[str, Any]]] = field(default_factory=list)  # `+:` rules, bounded
     lm_head: bool = False
 
+    def base_config(self) -> QuantConfig:
+        return dataclasses.replace(self, positive=[]) if self.positive else self
+
     def scheme_for(self, module: str, kind: str, loader: str | None = None,
                    shards: list[str] | None = None) -> Scheme | None:
         if kind == "lm_head" and not self.lm_head:
@@ -158,7 +166,10 @@ class GptqLikeConfig(QuantConfig):
             if rx.match(module) and s is not None:
                 bits = override.get("bits", s.bits)
                 group = override.get("group_size", s.group)
-                s = s.with_(bits=bits, group=group, pack=32 // bits if isinstance(bits, int) and bits else s.pack)
+                if (bits, group) != (s.bits, s.group):
+                    s = s.with_(bits=bits, group=group, pack=32 // bits if isinstance(bits, int) and bits else s.pack,
+                                name=f"{s.layout}_w{bits}", description=f"{s.description} (a `dynamic` override: "
+                                f"{bits}-bit, group {group})")
                 break
         return s
 

@@ -81,8 +81,10 @@ def _patterns(plan) -> Iterator[tuple[str, bool, str]]:
         for entry in dict.fromkeys([*plan.exclude_main, *plan.exclude_draft]):
             if method.match == "glob_component":
                 yield glob_regex(entry), True, f"`{key}` glob (as a regex)"
-            elif entry.startswith("re:") and method.match in ("exact_or_regex", "suffix"):
+            elif entry.startswith("re:") and method.match in ("exact_or_regex", "suffix", "regex_or_substring_ci"):
                 yield entry[3:], False, f"`{key}` entry"
+            elif method.match == "gptq_dynamic":
+                yield entry[2:] if entry[:2] in ("-:", "+:") else entry, False, "`dynamic` rule"
     for targets, _ in getattr(quant, "groups", ()):
         for t in targets:
             if isinstance(t, str) and t.startswith("re:"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from ckptlint.matching import CompiledList, compile_list
+from ckptlint.matching import CompiledList, compile_list, keeps_mode
 from ckptlint.simulate.model import Decision
 from ckptlint.simulate.moe_fallback import moe_fallback
 from ckptlint.simulate.names import fmt_mtp, map_substr
@@ -88,6 +88,14 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
         return Decision(False, f"excluded: entry `{entry}` matches {how} ({mode})", entry=entry)
     last = rm.name.rpartition(".")[2]
     shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
+    key = plan.exclude_key or "skip-list"
+    if rm.kind == "moe" and method.moe == "never":
+        why = f"{mname} never tests a FusedMoE against the {key} entries"
+    else:
+        # a rule that matched first and keeps the module (gptq_dynamic `+:`)
+        kept = excl.first_rule(rm.name) if keeps_mode(method.match) else None
+        why = (f"`{key}` rule `{kept}` matches `{rm.name}` first and keeps it quantized ({method.match})"
+               if kept is not None else f"no {key} entry matches under {method.match}")
     if plan.include is not None and rm.kind in method.include_kinds:
         where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
                  else method.include_key)
@@ -98,11 +106,13 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
                 f"{n} ({'quantized' if i else 'not listed'})" for n, i in zip(names, ins)) + f" in {where}")
         if not ins[0]:
             return Decision(False, f"not listed in {where}: built unquantized")
-    scheme = quant.scheme_for(rm.name, rm.kind, rm.loader, shards)
+    config = quant if rm.kind in method.dynamic_overrides else quant.base_config()
+    scheme = config.scheme_for(rm.name, rm.kind, rm.loader, shards)
     if scheme is None:
         return Decision(False, "the quantization config assigns it no scheme (no target / layer entry matches)")
-    return Decision(True, f"no {plan.exclude_key or 'skip-list'} entry matches under {method.match}; "
-                    f"built {scheme.name}", scheme=scheme)
+    if config is not quant:
+        why += f" (its per-module overrides are not applied to a {rm.kind} layer)"
+    return Decision(True, f"{why}; built {scheme.name}", scheme=scheme)
 
 
 def _shards_disagree(rm: Building, method: MethodRules, shards: list[str], detail: str) -> Decision:
@@ -187,7 +197,8 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
     if rm.kind == "moe":
         if method.moe == "never":
             return None, "", None
-        hit = excl.first_match(name)
+        # every mode but "expert0" tests the FusedMoE's own name first; "expert0" only expert 0's projections
+        hit = excl.first_match(name) if method.moe != "expert0" else None
         if hit is not None:
             return hit, f"`{name}`", None
         if method.moe == "children":
@@ -211,7 +222,7 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
             if any(hits):
                 return None, "", [s for s, h in zip(shards, hits) if h is None]
         return None, "", None
-    if last in packed:
+    if last in packed and method.fused_shards:
         if method.direct_fused_match == "literal":
             hit = name if name in excl.entries else None
             if hit is not None:

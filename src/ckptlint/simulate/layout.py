@@ -222,7 +222,7 @@ def suggested_entries(plan, rm) -> list[str]:
         return [rm.name]
     last = rm.name.rpartition(".")[2]
     packed = plan.packed
-    if rm.kind != "moe" and last in packed and not method.direct_fused_match:
+    if rm.kind != "moe" and last in packed and method.fused_shards and not method.direct_fused_match:
         return [rm.name.replace(last, s) for s in packed[last]]
     return [rm.name]
 

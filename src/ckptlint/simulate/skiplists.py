@@ -46,7 +46,7 @@ def _where(quant: QuantConfig, key: str | None) -> str:
     """The config key a list is read from, as the user finds it."""
     section = "quantization" if quant.source_file == "hf_quant_config.json" else "quantization_config"
     if key == "dynamic":
-        return f"{quant.source_file} {section}.dynamic (`-:` rules, as `re:` entries)"
+        return f"{quant.source_file} {section}.dynamic (rules in order: `-:` excludes, `+:` keeps)"
     return f"{quant.source_file} {section}.{key}" if key else quant.source_file
 
 

@@ -9,10 +9,14 @@ ckptlint.matching:
 
 * match modes (how an ignore/exclude entry is compared with a runtime module prefix):
   ``exact``, ``exact_or_regex`` (``re:`` → ``re.match``, else equality), ``substring``,
-  ``substring_ci``, ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
+  ``substring_ci``, ``substring_proper`` (a substring other than the whole name, also of the name
+  without ``language_model.``), ``regex_or_substring_ci`` (``re:`` → ``re.match`` only, else a case-insensitive
   substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
-  match), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
-  component), ``fnmatch``.
+  match), ``dotted_path_strip`` (the same after dropping trailing dots from entry and name), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
+  component), ``glob_full`` (an entry holding ``*`` or ``.`` as that glob, fullmatch of the whole
+  prefix; other entries never), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
+  ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
+  first rule that matches decides).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
   method touches), ``lm_head``, ``embedding``, ``router``, ``other``.
 """
@@ -25,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MatchMode = Literal[
     "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
-    "glob_component", "fnmatch", "substring_or_fnmatch",
+    "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full", "dotted_path_strip",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
@@ -140,12 +144,19 @@ class MethodRules(Strict):
     fused_tail_names: list[str] = Field(default_factory=list)
     # FusedMoE: "prefix" (only an entry matching `…experts` itself), "children" (also any
     # entry that starts with `…experts.`), "reversed_substring" (prefix is a substring of an
-    # entry containing "experts"), "expert0" (expert 0's projections decide), "never".
+    # entry containing "experts"), "expert0" (expert 0's projections decide; the FusedMoE's own
+    # name is never tested), "never".
     moe: Literal["prefix", "children", "reversed_substring", "expert0", "never"] = "prefix"
     # Fused-module names added to the model class's packed_modules_mapping for this method.
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
     # The method never receives the model's packed mapping: fused names are matched as they are.
     no_packed_mapping: bool = False
+    # False: the skip list is tested on a fused module's runtime name only, never on its shards (the
+    # packed mapping still serves the list of quantized modules, ``include_key``).
+    fused_shards: bool = True
+    # Module kinds whose per-module `dynamic` `+:` overrides (GPTQModel) the method applies; other
+    # kinds are built with the base config.
+    dynamic_overrides: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe", "lm_head"])
     # Module kinds this method builds quantized when not excluded.
     quantizes: list[ModuleKind] = Field(default_factory=lambda: ["linear", "moe"])
     # Is the model class's checkpoint->runtime name mapper applied to the skip list?
