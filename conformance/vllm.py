@@ -257,7 +257,12 @@ class Release:
             # FusedMoE's checkpoint projection names (Mixtral passes w1/w3/w2, the default is
             # gate_proj/up_proj/down_proj); compressed-tensors tests expert 0's projections
             gate, up, down = ("w1", "w3", "w2") if "w1" in ly.projs else ("gate_proj", "up_proj", "down_proj")
-            attrs = dict(ckpt_gate_proj_name=gate, ckpt_up_proj_name=up, ckpt_down_proj_name=down)
+            attrs = dict(ckpt_gate_proj_name=gate, ckpt_up_proj_name=up, ckpt_down_proj_name=down,
+                         # shapes a method reads to pick its MoE kernel (GPTQ: Marlin or the MoE WNA16
+                         # fallback, quantized either way); Marlin-compatible sizes
+                         hidden_size=4096, intermediate_size_per_partition=1536, apply_router_weight_on_input=False,
+                         moe_config=types.SimpleNamespace(hidden_dim=4096, intermediate_size_per_partition_unpadded=1536,
+                                                          intermediate_size_per_partition=1536))
         layer = layer_cls(ly.name, **attrs)
         try:
             method = cfg.get_quant_method(layer, prefix=ly.name)
