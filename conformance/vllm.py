@@ -276,6 +276,20 @@ class Release:
             if "Unsupported FusedMoe scheme" in str(exc):
                 return "quantized"
             raise
+        except (AttributeError, TypeError) as exc:
+            import traceback
+
+            frames = [f.name for f in traceback.extract_tb(exc.__traceback__)]
+            if "get_moe_method" in frames and frames[-1].startswith("_is_"):
+                # compressed-tensors: the MoE scheme predicates run on the pydantic QuantizationArgs
+                # the sandbox stubs, after the `ignore` test; reaching them means the layer was not
+                # left unquantized (as with "Unsupported FusedMoe scheme" above)
+                return "quantized"
+            # a stand-in where the method reads something the sandbox does not model (e.g. the
+            # compressed-tensors MoE scheme predicates on pydantic QuantizationArgs): this module is
+            # reported as a harness error (conformance/allow.toml lists the known ones), the others
+            # are still compared
+            return f"error: harness: {type(exc).__name__}: {str(exc)[:100]}"
         return classify(method)
 
     # --- (a) leaf matchers ----------------------------------------------------------------------
