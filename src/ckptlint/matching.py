@@ -81,6 +81,10 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return name.startswith("language_model.") and entry in name[len("language_model."):]
 
         return either
+    if mode == "glob_whole":
+        # SGLang 0.5.5 NVFP4 is_layer_excluded: every entry as a ModelOpt glob, fullmatch of the whole prefix.
+        glob = compile_user(glob_regex(entry), full=True)
+        return glob.match if glob is not None else None
     if mode == "glob_full":
         # vLLM 0.11 NVFP4: an entry holding `*` or `.` is a ModelOpt glob fullmatch'ed against the whole
         # name; any other entry is left to the exact test before it.

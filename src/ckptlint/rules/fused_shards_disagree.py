@@ -23,6 +23,10 @@ class FusedShardsDisagree(Rule):
     `model.layers.0.self_attn.kv_a_proj_with_mqa`: both fuse into
     `fused_qkv_a_proj_with_mqa`.
 
+    SGLang 0.5.5 ModelOpt NVFP4 also stops here when an entry's last component (`q_a_proj`, `kv_b_proj`,
+    …) is contained in a layer's last component but the entry or the layer path does not have the
+    five components its fused-name rule asserts (`AssertionError`).
+
     ## How to fix
     List every shard of the fused module in the skip list, or none of them (and store all of
     them in the same format).
@@ -42,9 +46,12 @@ class FusedShardsDisagree(Rule):
             if d is None or not d.conflict:
                 continue
             cons = Consequence(d.error_consequence or "load-error")
+            shards = d.reason.startswith("fused shards disagree")
             yield self.finding(
                 ctx, cons, f"`{rm.name}` ({rm.role} {rm.loader or rm.kind}): {d.reason}; "
-                f"{plan.target.resolved} refuses to build a fused module whose shards disagree",
+                + (f"{plan.target.resolved} refuses to build a fused module whose shards disagree" if shards else
+                   f"{plan.target.resolved} stops at start-up while it tests the skip list on this module"),
                 module=rm.name, tensors=rm.tensors, error_text=d.error,
-                hint=f"list every shard of `{rm.name}` in the skip list, or none of them",
+                hint=(f"list every shard of `{rm.name}` in the skip list, or none of them" if shards else
+                      "write the skip-list entry as the module's full path (as many components as the rule asserts)"),
                 assumptions=list(plan.assumptions) if rm.role == "draft" else [])

@@ -60,6 +60,8 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     if arch is None and arch_name is not None:
         arch = target.architecture("*")
         generic = arch is not None
+    elif arch is not None and arch.generic:
+        generic = True
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = State(target=target, deployment=deployment, arch_name=arch_name, arch=arch, quant=quant, method=method,
                  generic=generic)

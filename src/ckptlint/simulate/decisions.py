@@ -29,12 +29,16 @@ def decide(plan: State) -> None:
     exclude_lists(plan)
     main_list = compile_list(method.match, plan.exclude_main)
     draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
-    packed = plan.packed = {} if method.no_packed_mapping else {**plan.class_packed, **method.packed_extra}
+    # the class's mapping as this method sees it: without the entries added at construction when the
+    # method copied an empty declared mapping before the model was built (MethodRules.construction_fill)
+    sees_fill = method.construction_fill or arch.packed_modules_mapping or method.packed_extra
+    cls_mapping = plan.class_packed if sees_fill else dict(arch.packed_modules_mapping)
+    packed = plan.packed = {} if method.no_packed_mapping else {**cls_mapping, **method.packed_extra}
     draft_packed = packed if plan.draft is None or plan.draft.packed_mapping else {}
     skipped = method.layer_skipped
     if skipped is not None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
-        cls_packed = plan.class_packed if skipped.class_mapping else {}
+        cls_packed = cls_mapping if skipped.class_mapping else {}
         main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
         draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
                               cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip
@@ -80,6 +84,9 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
     fallback = moe_fallback(rm, plan, quant) if method.moe_fallback is not None else None
     if fallback is not None:
         return fallback
+    crash = _fused_tail_crash(rm, method, excl, skip) if method.fused_tail_parts else None
+    if crash is not None:
+        return crash
     entry, how, error = _excluded(rm, method, excl, packed, skip)
     if error:
         return _shards_disagree(rm, method, error, ", ".join(error))
@@ -166,6 +173,31 @@ def _layer_skipped(name: str, skip: _Skipped) -> tuple[str | None, str, list[str
         if rules.experts == "replace" or hit is None:
             hit, how = rev, f"{_SKIPPED}`{name}` as a substring of the entry"
     return hit, how, None
+
+
+def _fused_tail_crash(rm: Building, method: MethodRules, excl: CompiledList,
+                      skip: _Skipped | None) -> Decision | None:
+    """The fused-name tail rule's component-count assertion (MethodRules.fused_tail_parts): entries are
+    tried in written order, each by its own match first; the first tail hit whose entry or module prefix
+    has another number of components stops start-up. Not reached when the shared skip test or an earlier
+    entry already excluded the layer."""
+    if rm.kind == "moe":
+        return None
+    if skip is not None and _layer_skipped(rm.name, skip)[0] is not None:
+        return None
+    parts = rm.name.split(".")
+    for entry, pred in zip(excl.entries, excl.preds):
+        if pred is not None and pred(rm.name):
+            return None
+        tail = entry.rpartition(".")[2]
+        if tail in method.fused_tail_names and tail in parts[-1]:
+            n = len(entry.split("."))
+            if len(parts) == method.fused_tail_parts and n == method.fused_tail_parts:
+                return None
+            return Decision(False, f"the fused-name tail rule meets entry `{entry}` ({n} components) on `{rm.name}` "
+                            f"({len(parts)} components) and asserts both have {method.fused_tail_parts}",
+                            error=method.fused_tail_error, error_consequence="load-error", conflict=True)
+    return None
 
 
 def _fused_tail(method: MethodRules, excl: CompiledList, last: str) -> str | None:

@@ -14,7 +14,8 @@ ckptlint.matching:
   substring), ``suffix`` (exact or dotted suffix), ``dotted_path`` (module-path boundary
   match), ``dotted_path_strip`` (the same after dropping trailing dots from entry and name), ``glob_component`` (``*`` → ``.*`` fullmatch of the whole prefix or of any dotted
   component), ``glob_full`` (an entry holding ``*`` or ``.`` as that glob, fullmatch of the whole
-  prefix; other entries never), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
+  prefix; other entries never), ``glob_whole`` (every entry as that glob, fullmatch of the whole prefix
+  only), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
   first rule that matches decides).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field
 MatchMode = Literal[
     "exact", "exact_or_regex", "substring", "substring_ci", "regex_or_substring_ci", "suffix", "dotted_path",
     "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full", "dotted_path_strip",
+    "glob_whole",
 ]
 ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
@@ -142,6 +144,11 @@ class MethodRules(Strict):
     # Fused-name tail rule of ModelOpt (an entry whose last component is one of these
     # excludes every module whose last component contains it, whatever its layer).
     fused_tail_names: list[str] = Field(default_factory=list)
+    # Non-zero: the fused-name tail rule asserts that the module prefix and the entry both have this many
+    # dotted components; tried per entry in written order after that entry's own match, a mismatch stops
+    # start-up with ``fused_tail_error`` (0: no such check)
+    fused_tail_parts: int = 0
+    fused_tail_error: str | None = None
     # FusedMoE: "prefix" (only an entry matching `…experts` itself), "children" (also any
     # entry that starts with `…experts.`), "reversed_substring" (prefix is a substring of an
     # entry containing "experts"), "expert0" (expert 0's projections decide; the FusedMoE's own
@@ -151,6 +158,11 @@ class MethodRules(Strict):
     packed_extra: dict[str, list[str]] = Field(default_factory=dict)
     # The method never receives the model's packed mapping: fused names are matched as they are.
     no_packed_mapping: bool = False
+    # False: the method keeps a new dict when the model class's declared mapping (plus ``packed_extra``)
+    # is empty (`mapping or {}`, before the model is built) and the model never hands it its instance
+    # mapping, so entries the class adds while it is constructed (``packed_modules_mapping_if``) are not
+    # seen: a fused module such a class adds is tested by its own name.
+    construction_fill: bool = True
     # False: the skip list is tested on a fused module's runtime name only, never on its shards (the
     # packed mapping still serves the list of quantized modules, ``include_key``).
     fused_shards: bool = True
@@ -378,6 +390,10 @@ class SharedExpertsFusion(Strict):
 class Architecture(Strict):
     like: str | None = None  # inherit another architecture of the same target
     supported: bool = True
+    # True: an entry only so that a later release can change ``supported``; the release registers the
+    # class but ckptlint has no data of its own for it: simulated, and said so, as an architecture the
+    # data does not name (the generic rules, ``like = "*"``)
+    generic: bool = False
     layer_prefix: str = "model.layers."
     stacked: list[Stacked] = Field(default_factory=list)
     experts: str | None = None  # regex with groups (moe, expert, proj) on checkpoint modules
