@@ -25,7 +25,8 @@ SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"
 
 
 def ckptlint(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    full = {**os.environ, "COLUMNS": "100", **(env or {})}
+    # wide, so that long clone paths do not wrap the lines the tests look for
+    full = {**os.environ, "COLUMNS": "1000", **(env or {})}
     return subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True,
                           timeout=timeout, env=full)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import shlex
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,8 @@ def test_changed_hook_checks_each_checkpoint_with_staged_files_once():
     staged = [str(p) for p in sorted(BUGGY.iterdir()) if re.search(hook["files"], str(p))]
     assert len(staged) == 4  # config, index, two shards
     cmd = shlex.split(hook["entry"])
+    # a wide report, so that a long clone path does not wrap the checkpoint's header line
     r = subprocess.run([sys.executable, "-m", "ckptlint", *cmd[1:], "--target", "sglang==0.5.15", *staged],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "1000"})
     assert r.returncode == 1, r.stderr
     assert r.stdout.count(f"{BUGGY}: 3,237 tensors") == 1  # one check of the checkpoint, not four
