@@ -144,6 +144,19 @@ class _Skipped:
 _SKIPPED = "is_layer_skipped: "
 
 
+def _by_shards(name: str, last: str, shard_names, excl: CompiledList,
+               how: str) -> tuple[str | None, str, list[str] | None]:
+    """A fused module decided through its shards: all excluded (the first entry that matched), some
+    (the shards and their states, for the mixed-shard error), or none."""
+    shards = [name.replace(last, s) for s in shard_names]
+    hits = [excl.first_match(s) for s in shards]
+    if all(h is not None for h in hits):
+        return hits[0], f"{how}every shard of `{name}`", None
+    if any(h is not None for h in hits):
+        return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
+    return None, "", None
+
+
 def _layer_skipped(name: str, skip: _Skipped) -> tuple[str | None, str, list[str] | None]:
     """The shared skip test (target data ``LayerSkipped``) on a non-MoE layer."""
     rules, excl = skip.rules, skip.entries
@@ -154,13 +167,7 @@ def _layer_skipped(name: str, skip: _Skipped) -> tuple[str | None, str, list[str
         if hit is not None:
             return hit, f"{_SKIPPED}the fused name `{name}`", None
     if last in mapping:
-        shards = [name.replace(last, s) for s in mapping[last]]
-        hits = [excl.first_match(s) for s in shards]
-        if all(h is not None for h in hits):
-            return hits[0], f"{_SKIPPED}every shard of `{name}`", None
-        if any(h is not None for h in hits):
-            return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
-        return None, "", None
+        return _by_shards(name, last, mapping[last], excl, _SKIPPED)
     hit = excl.first_match(name)
     how = f"{_SKIPPED}`{name}`"
     key = next((k for k in rules.all_listed if k in name), None)
@@ -263,12 +270,6 @@ def _excluded(rm: Building, method: MethodRules, excl: CompiledList,
             hit = excl.first_match(name)
             if hit is not None:
                 return hit, f"the fused name `{name}`", None
-        shards = [name.replace(last, s) for s in packed[last]]
-        hits = [excl.first_match(s) for s in shards]
-        if all(h is not None for h in hits):
-            return hits[0], f"every shard of `{name}`", None
-        if any(h is not None for h in hits):
-            return None, "", [f"{s} ({'excluded' if h else 'quantized'})" for s, h in zip(shards, hits)]
-        return None, "", None
+        return _by_shards(name, last, packed[last], excl, "")
     hit = excl.first_match(name)
     return (hit, f"`{name}`", None) if hit is not None else (None, "", None)
