@@ -1,4 +1,4 @@
-"""Accept clean safetensors headers fast: the reference writer's exact layout, or any clean header.
+"""Accept clean safetensors headers fast: a typed ``msgspec`` decode, or any clean header.
 
 Both functions return None for anything they do not accept, and :mod:`ckptlint.reader.parse`
 then validates the header the slow way (which finds and reports every problem). They never
@@ -7,11 +7,12 @@ report anything themselves.
 
 from __future__ import annotations
 
-import itertools
-import json
 import operator
 import re
-from typing import Any
+from itertools import repeat
+from typing import Annotated, Any
+
+import msgspec
 
 from ckptlint.checkpoint import DTYPE_BITS, TensorInfo
 from ckptlint.reader.entries import MAX_48, U64_MAX
@@ -22,96 +23,93 @@ MAX_FAST_RANK = 8
 _SHAPES: dict[tuple, tuple] = {}
 _DTYPES = {d: d for d in DTYPE_BITS}
 
-# The reference writer's exact layout (serde_json, compact, fields in declaration order), as one
-# regular expression per tensor entry: a string key without escapes or control characters, then
-# {"dtype":"X","shape":[d,...],"data_offsets":[b,e]} with JSON integers (no sign, no leading zero,
-# at most 15 digits), then a comma that starts the next key, or the end of the object. Captured:
-# the name, the dtype and shape text together (`F8_E4M3","shape":[7168,2048`: a few hundred
-# distinct values per checkpoint, each parsed once), and the two offsets.
-_NUM = r"(?:0|[1-9][0-9]{0,14})"
-_STR = r'[^"\\\x00-\x1f]*'
-_CANON_ENTRY = re.compile(
-    rf'"({_STR})":\{{"dtype":"([A-Z0-9_]{{1,16}}","shape":\[(?:{_NUM}(?:,{_NUM})*)?)\],'
-    rf'"data_offsets":\[({_NUM}),({_NUM})\]\}}(?:,(?=")|\Z)')
-_CANON_ENTRY_FIXED = len('"":{"dtype":"],"data_offsets":[,]}')  # characters outside the groups
-_CANON_META = re.compile(rf'\{{"__metadata__":\{{((?:"{_STR}":"{_STR}")(?:,"{_STR}":"{_STR}")*)?\}},')
-_SHAPE_SEP = '","shape":['
-# dtype-and-shape text -> (dtype, shared shape tuple, byte length), or None: not a clean layout
-_LAYOUTS: dict[str, tuple[str, tuple[int, ...], int] | None] = {}
+_U48 = Annotated[int, msgspec.Meta(ge=0, le=MAX_48)]
+
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True):
+    """One tensor entry as the format defines it: exactly these three fields, plain JSON integers
+    (no float, no bool, no sign) within 48 bits. Anything else fails the decode."""
+
+    dtype: str
+    shape: tuple[_U48, ...]
+    data_offsets: tuple[_U48, _U48]
+
+
+_DECODE = msgspec.json.Decoder(dict[str, _Entry]).decode
+_DECODE_META = msgspec.json.Decoder(dict[str, str]).decode
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError)
+# An optional leading ``"__metadata__"`` object of plain strings (how the reference writer puts it
+# first), cut off before the typed decode of the entries.
+_STR = rb'[^"\\\x00-\x1f]*'
+_META = re.compile(rb'\{"__metadata__":\{((?:"' + _STR + rb'":"' + _STR + rb'")(?:,"' + _STR + rb'":"' + _STR
+                   + rb'")*)?\},')
+# (dtype, shape) -> (dtype, shared shape tuple, byte length), or None: not a clean layout
+_LAYOUTS: dict[tuple, tuple[str, tuple[int, ...], int] | None] = {}
+_DT, _SH, _OFF = (operator.attrgetter(f) for f in ("dtype", "shape", "data_offsets"))
 _FIRST, _SECOND, _NBYTES = (operator.itemgetter(i) for i in range(3))
 
 
-def scan_canonical(text: str, rel: str) -> tuple[dict[str, TensorInfo], int, dict[str, str] | None] | None:
-    """Accept a clean header in the reference writer's exact layout without a JSON parser.
+def scan_clean(raw: bytes, rel: str) -> tuple[dict[str, TensorInfo], int, dict[str, str] | None] | None:
+    """Accept a clean header with one typed decode (``msgspec``, in C) and column checks.
 
-    One regular-expression pass extracts every entry, and the header is accepted only if the
-    entries (after an optional ``__metadata__`` object of strings) cover the text between the outer
-    braces exactly: what is accepted is then a JSON object that ``json.loads`` reads with the same
-    keys and values. The checks of :func:`fast_validate` follow, on whole columns at once (known
-    dtype, 48-bit values, byte lengths, offsets contiguous from 0 in file order, no duplicate
-    names), so the per-tensor work runs in C. None means "not this layout, or not clean": the
-    JSON path decides (and reports).
+    Taken only for headers that start with ``{``, contain no backslash (so no escape, no lone
+    surrogate, and no quote inside a string: every ``"dtype":`` in the bytes is a key) and no
+    ``-0`` (which serde reads as a float). The decode checks the JSON and every entry's fields
+    and integer types; counting the keys in the bytes then proves there was no repeated name or
+    field (a JSON decoder keeps the last copy). The checks of
+    :func:`fast_validate` follow on whole columns (known dtype, byte lengths, offsets contiguous
+    from 0 in file order), so no per-tensor Python code runs. None means "not clean, or not
+    sure": the JSON path decides (and reports).
     """
-    end = len(text)
-    while end and text[end - 1] == " ":  # the writer pads the header to 8 bytes with spaces
-        end -= 1
-    if end < 2 or text[end - 1] != "}":
+    if raw[:1] != b"{" or b"\\" in raw or b"-0" in raw:
         return None
-    end -= 1
     meta: dict[str, str] | None = None
-    pos = 1
-    if text.startswith('{"__metadata__":'):
-        m = _CANON_META.match(text, 0, end)
+    body = raw
+    if raw.startswith(b'{"__metadata__":'):
+        m = _META.match(raw)
         if m is None:
             return None
-        body = m.group(1)
-        meta = json.loads("{" + body + "}") if body else {}
-        if body and body.count('":"') != len(meta):  # a repeated metadata key
+        inner = m.group(1)
+        meta = _DECODE_META(b"{" + inner + b"}") if inner else {}
+        if inner and inner.count(b'":"') != len(meta):  # a repeated metadata key
             return None
-        pos = m.end()
-    entries = _CANON_ENTRY.findall(text, pos, end)
+        body = b"{" + raw[m.end():]
+    try:
+        entries = _DECODE(body)
+    except _DECODE_ERRORS:
+        return None
     count = len(entries)
-    if not count:
+    # Without a backslash no string holds a quote, so every '":' in the bytes ends a key: exactly
+    # four per entry (its name and three fields) unless a name or a field was repeated.
+    if not count or "__metadata__" in entries or body.count(b'":') != 4 * count:
         return None
-    # Matches never overlap and lie inside [pos, end): they cover it exactly iff their lengths
-    # (fixed characters + captured text + one comma between neighbours) add up to its length.
-    if count * _CANON_ENTRY_FIXED + sum(map(len, itertools.chain.from_iterable(entries))) + count - 1 != end - pos:
-        return None
-    names, keys, begins, ends = zip(*entries)
+    values = entries.values()
+    keys = list(zip(map(_DT, values), map(_SH, values)))
     for key in set(keys).difference(_LAYOUTS):
-        _LAYOUTS[key] = _parse_layout(key)
+        _LAYOUTS[key] = _parse_layout(*key)
     layouts = list(map(_LAYOUTS.__getitem__, keys))
-    if None in layouts or begins[0] != "0" or begins[1:] != ends[:-1]:
+    if None in layouts:
         return None
-    stops = list(map(int, ends))
-    starts = [0, *stops[:-1]]
-    if list(map(operator.sub, stops, starts)) != list(map(_NBYTES, layouts)) or stops[-1] > MAX_48:
+    offsets = list(map(_OFF, values))
+    begins = list(map(_FIRST, offsets))
+    stops = list(map(_SECOND, offsets))
+    if begins[0] != 0 or begins[1:] != stops[:-1] or list(map(operator.sub, stops, begins)) != list(map(_NBYTES, layouts)):
         return None
-    infos = map(tuple.__new__, itertools.repeat(TensorInfo),
-                zip(names, map(_FIRST, layouts), map(_SECOND, layouts), itertools.repeat(rel)))
-    tensors = dict(zip(names, infos))
-    if len(tensors) != count or "__metadata__" in tensors:
-        return None
-    return tensors, stops[-1], meta
+    infos = map(tuple.__new__, repeat(TensorInfo), zip(entries, map(_FIRST, layouts), map(_SECOND, layouts), repeat(rel)))
+    return dict(zip(entries, infos)), stops[-1], meta
 
 
-def _parse_layout(key: str) -> tuple[str, tuple[int, ...], int] | None:
-    """``F8_E4M3","shape":[7168,2048`` -> ("F8_E4M3", (7168, 2048), byte length); None for an
-    unknown dtype, a dimension over 48 bits, a size that is not whole bytes, or an empty tensor
-    of rank > 2 (the JSON path reports on those)."""
-    dt, _, sh = key.partition(_SHAPE_SEP)
+def _parse_layout(dt: str, dims: tuple[int, ...]) -> tuple[str, tuple[int, ...], int] | None:
+    """("F8_E4M3", (7168, 2048)) -> ("F8_E4M3", shared (7168, 2048), byte length); None for an
+    unknown dtype, a rank over :data:`MAX_FAST_RANK`, a size that is not whole bytes, or an empty
+    tensor of rank > 2 (the JSON path reports on those). Dimensions are already within 48 bits."""
     bits = DTYPE_BITS.get(dt)
-    if bits is None:
+    if bits is None or len(dims) > MAX_FAST_RANK:
         return None
-    dims = tuple(int(d) for d in sh.split(",")) if sh else ()
     numel = 1
     for d in dims:
-        if d > MAX_48:
-            return None
         numel *= d
-        if numel > U64_MAX:  # (the JSON path reports it; stopping keeps this linear in the rank)
-            return None
-    if (numel == 0 and len(dims) > 2) or numel * bits % 8:
+    if numel > U64_MAX or (numel == 0 and len(dims) > 2) or numel * bits % 8:
         return None
     return _DTYPES[dt], _SHAPES.setdefault(dims, dims), numel * bits // 8
 

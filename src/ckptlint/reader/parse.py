@@ -5,9 +5,10 @@ but every problem is reported instead of only the first one, and things the refe
 tolerates but the format text forbids (extra keys in an entry, values over 48 bits, a header that
 does not start with ``{``) are reported as hygiene.
 
-Three paths, cheapest first: the reference writer's exact layout (:mod:`ckptlint.reader.canonical`,
-no JSON parser), any other clean header (one tight pass), and the validator that names every
-problem (:mod:`ckptlint.reader.entries`, then :mod:`ckptlint.reader.layout`).
+Three paths, cheapest first: a clean header without escapes, decoded by ``msgspec`` into typed
+entries and checked column by column (:func:`ckptlint.reader.canonical.scan_clean`), any other
+clean header (``json.loads`` and one tight pass), and the validator that names every problem
+(:mod:`ckptlint.reader.entries`, then :mod:`ckptlint.reader.layout`).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.reader.canonical import fast_validate, scan_canonical
+from ckptlint.reader.canonical import fast_validate, scan_clean
 from ckptlint.reader.entries import SERDE_MAX_DEPTH, ShardSpecDeviation, Validator, jtype_int, parse_int
 from ckptlint.reader.layout import report_layout
 from ckptlint.reader.report import HYGIENE, LOAD, ST_JSON, ST_UTF8, shard_finding
@@ -99,7 +100,7 @@ def parse_header(raw: bytes, n: int, size: int, rel: str, res: "ShardRead") -> N
                                         data={"position": e.start}, hint="re-export this file"))
         return
     if raw[:1] == b"{":
-        quick = scan_canonical(text, rel)
+        quick = scan_clean(raw, rel)
         if quick is not None and 8 + n + quick[1] == size:
             res.tensors, res.info.data_bytes, res.metadata = quick
             res.info.n_tensors = len(res.tensors)
