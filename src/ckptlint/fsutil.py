@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 def atomic_write(dest: str | Path, data: bytes) -> None:
+    from pathlib import Path  # (here: a check imports nothing of pathlib's)
+
     dest = Path(dest)
     try:
         mode = dest.stat().st_mode & 0o7777  # keep the file's permissions

@@ -8,10 +8,11 @@ come from the data.
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+
+import msgspec
 
 from ckptlint._ns import NS, wrap
 
@@ -56,8 +57,8 @@ def _digest() -> str:
 @lru_cache(maxsize=1)
 def _compiled() -> dict[str, Any] | None:
     try:
-        doc = json.loads(COMPILED.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = msgspec.json.decode(COMPILED.read_bytes())
+    except (OSError, ValueError):  # (msgspec.DecodeError is a ValueError)
         return None
     return doc if isinstance(doc, dict) and doc.get("digest") == _digest() else None
 

@@ -35,9 +35,10 @@ class JsonRead:
     duplicates: list[str] = field(default_factory=list)  # "key" or "parent.key"
 
 
-def read_json(path: str, cap: int = CONFIG_CAP) -> JsonRead:
+def read_json(path: str, cap: int = CONFIG_CAP, shards: tuple[str, ...] = ()) -> JsonRead:
     """Read and parse the JSON file at ``path``; one that is not a regular file or holds more than
-    ``cap`` bytes is not read (``error`` says why)."""
+    ``cap`` bytes is not read (``error`` says why). ``shards``: for an index, the shard files
+    present (see :func:`parse_json_bytes`)."""
     out = JsonRead()
     try:
         raw = read_capped(path, cap)
@@ -50,11 +51,16 @@ def read_json(path: str, cap: int = CONFIG_CAP) -> JsonRead:
         out.error = f"cannot be read ({e.strerror or e})"
         out.unreadable = True
         return out
-    return parse_json_bytes(raw)
+    return parse_json_bytes(raw, shards)
 
 
-def parse_json_bytes(raw: bytes) -> JsonRead:
-    """Parse the bytes of a JSON side file (however they were obtained)."""
+def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = ()) -> JsonRead:
+    """Parse the bytes of a JSON side file (however they were obtained).
+
+    ``shards`` (for an index: the shard files present) lets an index of the usual form, with
+    only ``weight_map`` and ``metadata`` and every value one of those names, be decoded with the
+    values checked against them and shared (one string per shard, not one per tensor); any
+    other index is decoded like every JSON file."""
     out = JsonRead()
     try:
         text = raw.decode("utf-8")
@@ -67,7 +73,9 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
         # msgspec reads the same documents as Python's json (same values, the later of two repeated
         # keys) several times faster; whatever it refuses (NaN, 1e400, a lone surrogate escape, a
         # BOM, very deep nesting, a huge integer) Python's json decides, with its own error text.
-        out.obj = _fast_decode(raw)
+        out.obj = _decode_index(raw, shards) if shards else _UNSET
+        if out.obj is _UNSET:
+            out.obj = _fast_decode(raw)
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         out.obj = _UNSET
     try:
@@ -106,6 +114,26 @@ def parse_json_bytes(raw: bytes) -> JsonRead:
 
 _UNSET = object()
 _fast_decode = msgspec.json.Decoder().decode
+_INDEX_DECODERS: dict[tuple[str, ...], Any] = {}
+
+
+def _decode_index(raw: bytes, shards: tuple[str, ...]) -> Any:
+    """An index with no keys but ``weight_map`` and ``metadata`` and every ``weight_map`` value among
+    ``shards``, as a dict; _UNSET for any other (then decoded like every JSON file)."""
+    dec = _INDEX_DECODERS.get(shards)
+    if dec is None:
+        from typing import Literal
+
+        index = msgspec.defstruct("Index", [("weight_map", dict[str, Literal[shards]]),  # type: ignore[valid-type]
+                                            ("metadata", Any, msgspec.UNSET)], forbid_unknown_fields=True)
+        dec = _INDEX_DECODERS[shards] = msgspec.json.Decoder(index).decode
+    try:
+        doc = dec(raw)
+    except msgspec.ValidationError:
+        return _UNSET
+    if doc.metadata is msgspec.UNSET:
+        return {"weight_map": doc.weight_map}
+    return {"metadata": doc.metadata, "weight_map": doc.weight_map}
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 

@@ -106,7 +106,9 @@ class LocalDir(Source):
         return self._names
 
     def read_json(self, name: str) -> JsonRead:
-        return read_json(os.path.join(self.root, name), INDEX_CAP if name == INDEX_NAME else CONFIG_CAP)
+        if name == INDEX_NAME:
+            return read_json(os.path.join(self.root, name), INDEX_CAP, tuple(shard_files(self.names())))
+        return read_json(os.path.join(self.root, name), CONFIG_CAP)
 
     def read_one(self, name: str) -> ShardRead:
         return read_shard(os.path.join(self.root, name), name)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from ckptlint._ns import wrap
 
@@ -105,8 +106,8 @@ def _compiled() -> dict[str, Any] | None:
     """The validated, merged target data (``python -m ckptlint.targets.compile``), if current."""
     p = DATA_DIR / COMPILED
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        doc = msgspec.json.decode(p.read_bytes())
+    except (OSError, ValueError):  # (msgspec.DecodeError is a ValueError)
         return None
     return doc if isinstance(doc, dict) and doc.get("digest") == data_digest() else None
 

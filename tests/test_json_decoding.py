@@ -1,0 +1,85 @@
+"""Side JSON files are decoded by msgspec, with Python's json deciding whatever msgspec refuses: the
+result must be what Python's json (which the frameworks use) makes of the same bytes, and an
+index of the usual form takes a typed decode whose values are shared per shard."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ckptlint.reader import jsonfiles
+from ckptlint.reader.jsonfiles import parse_json_bytes
+
+scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=True) | st.text(max_size=8)
+documents = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                         max_leaves=20)
+
+
+def _same(a, b) -> bool:
+    """Equal as Python's json would give them (NaN equal to NaN, types compared too)."""
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(map(_same, a, b))
+    return a == b
+
+
+@settings(max_examples=4 * int(os.environ.get("CKPTLINT_FUZZ_EXAMPLES", "50")), deadline=None, database=None)
+@given(documents, st.booleans())
+def test_side_files_decode_as_pythons_json(doc, indent):
+    text = json.dumps(doc, indent=2 if indent else None, ensure_ascii=False)
+    got = parse_json_bytes(text.encode())
+    assert got.error is None
+    assert _same(got.obj, json.loads(text))
+
+
+def test_what_msgspec_refuses_is_read_as_pythons_json():
+    for text in ['{"a": NaN}', '{"a": 1e400}', '{"a": "\\ud800"}', '{"a": ' + "9" * 30 + "}", '{"a": -Infinity}']:
+        got = parse_json_bytes(text.encode())
+        assert got.error is None, text
+        assert _same(got.obj, json.loads(text)), text
+    assert parse_json_bytes(b'{"a": 1,}').error.startswith("is not valid JSON: ")
+    assert parse_json_bytes(b"[" * 5000 + b"]" * 5000).error == "is not valid JSON: nested too deeply"
+
+
+SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+
+
+def _index(**extra) -> bytes:
+    wm = {f"model.layers.{i}.mlp.down_proj.weight": SHARDS[i % 2] for i in range(6)}
+    return json.dumps({"metadata": {"total_size": 96}, "weight_map": wm, **extra}).encode()
+
+
+def test_usual_index_is_decoded_typed_with_one_string_per_shard(monkeypatch):
+    calls = []
+    real = jsonfiles._decode_index
+    monkeypatch.setattr(jsonfiles, "_decode_index", lambda raw, shards: calls.append(shards) or real(raw, shards))
+    raw = _index()
+    got = parse_json_bytes(raw, SHARDS)
+    assert calls == [SHARDS]
+    assert got.obj == json.loads(raw)
+    values = list(got.obj["weight_map"].values())
+    assert len({id(v) for v in values}) == 2  # shared, not one string per tensor
+    assert real(raw, SHARDS) is not jsonfiles._UNSET
+
+
+def test_other_indexes_fall_back_to_the_plain_decode():
+    for raw in (_index(extra_key=1),  # a key besides weight_map and metadata
+                _index().replace(SHARDS[1].encode(), b"model-00003-of-00002.safetensors"),  # a shard not present
+                json.dumps({"weight_map": {"a": 1}}).encode()):  # not a string
+        assert jsonfiles._decode_index(raw, SHARDS) is jsonfiles._UNSET
+        assert _same(parse_json_bytes(raw, SHARDS).obj, json.loads(raw))
+
+
+def test_repeated_index_keys_are_still_reported():
+    raw = b'{"weight_map": {"a": "%s", "a": "%s"}}' % (SHARDS[0].encode(), SHARDS[1].encode())
+    got = parse_json_bytes(raw, SHARDS)
+    assert got.obj == {"weight_map": {"a": SHARDS[1]}}
+    assert got.duplicates == ["a"]
