@@ -14,8 +14,9 @@ import typer
 
 from ckptlint import _entry
 from ckptlint.cli import _build_app
-from ckptlint.reader import open_path, parallel
-from ckptlint.reader.source import _EARLY, close_early
+from ckptlint import forkread as parallel
+from ckptlint.forkread import _EARLY, close_early
+from ckptlint.reader import open_path
 from ckptlint.testing.builder import write_checkpoint
 
 
@@ -71,6 +72,20 @@ def test_unclaimed_early_reading_is_released(tmp_path, monkeypatch):
     _entry._early_reading(["check", path])
     close_early()
     assert _EARLY == {}
+
+
+def test_early_reading_imports_no_reader_before_the_fork(tmp_path):
+    """The child is forked before the reader (and msgspec) is imported: both processes then
+    import it at once. Run in a fresh interpreter, which is what the console script is."""
+    path = str(_big(tmp_path))
+    code = ("import sys; from ckptlint import _entry, forkread;"
+            f"_entry._early_reading(['check', {path!r}]); seen = set(sys.modules);"
+            "print(sorted(m for m in seen if m.startswith(('ckptlint.reader', 'msgspec'))));"
+            "print(forkread._EARLY[" + repr(path) + "] is not None); forkread.close_early()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "CKPTLINT_JOBS": "2"}).stdout.split("\n")
+    assert out[0] == "[]"
+    assert out[1] == ("True" if parallel._can_fork() else "False")
 
 
 def test_same_report_with_and_without_a_helper(tmp_path):

@@ -1,4 +1,4 @@
-"""Shard headers read by a forked child (``ckptlint.reader.parallel``) give exactly what a serial read
+"""Shard headers read by a forked child (``ckptlint.forkread``) give exactly what a serial read
 gives, including for broken shards (which the parent reads again itself), and a failing or unwanted
 child never changes the result or outlives the read."""
 
@@ -9,7 +9,8 @@ import struct
 
 import pytest
 
-from ckptlint.reader import load_checkpoint, parallel
+from ckptlint import forkread as parallel
+from ckptlint.reader import load_checkpoint
 from ckptlint.reader.source import LocalDir
 from ckptlint.testing.builder import write_checkpoint
 

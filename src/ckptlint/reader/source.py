@@ -18,17 +18,13 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
+from ckptlint.forkread import shard_files
 from ckptlint.progress import progress_for
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.jsonfiles import CONFIG_CAP, INDEX_CAP, JsonRead, read_json
 from ckptlint.reader.names import INDEX_NAME
 
 LOCAL_PROGRESS_MIN_SHARDS = 20
-
-
-def shard_files(names: Iterable[str]) -> list[str]:
-    """The ``.safetensors`` files among a directory's file names, sorted (the order they are read in)."""
-    return sorted(n for n in names if n.endswith(".safetensors"))
 
 
 class NotACheckpoint(Exception):
@@ -94,7 +90,7 @@ class LocalDir(Source):
         self.root = path
         self.progress = progress
         self._names: set[str] | None = None
-        self._prefetch = None  # ckptlint.reader.parallel.Prefetch
+        self._prefetch = None  # ckptlint.forkread.Prefetch
 
     def names(self) -> set[str]:
         if self._names is None:
@@ -114,7 +110,7 @@ class LocalDir(Source):
         return read_shard(os.path.join(self.root, name), name)
 
     def prefetch(self, names: list[str], share: float | None = None) -> None:
-        from ckptlint.reader.parallel import prefetch
+        from ckptlint.forkread import prefetch
 
         if self._prefetch is not None and self._prefetch.requested == names:
             return  # already started (by start())
@@ -124,7 +120,7 @@ class LocalDir(Source):
     def start(self) -> None:
         """Start reading every shard header of the directory now, before the caller's own setup
         (imports, configuration): a checkpoint's shards are all read whatever its index says."""
-        from ckptlint.reader.parallel import EARLY_CHILD_SHARE
+        from ckptlint.forkread import EARLY_CHILD_SHARE
 
         try:
             names = shard_files(self.names())
@@ -147,24 +143,16 @@ class LocalDir(Source):
         return (mine[n] if n in mine else done[n] for n in names)
 
 
-# Directories whose shard headers started being read before the command line was parsed
-# (``ckptlint._entry``): open_path() hands the same LocalDir to the command that asks for it.
-_EARLY: dict[str, LocalDir] = {}
-
-
-def start_early(path: str) -> None:
-    """Start reading the shard headers of directory ``path`` now, for a later :func:`take_early`."""
-    if path not in _EARLY and os.path.isdir(path):
-        src = _EARLY[path] = LocalDir(path)
-        src.start()
-
-
 def take_early(path: str) -> LocalDir | None:
-    return _EARLY.pop(path, None)
+    """The directory ``path`` as a source whose shard headers started being read before the command
+    line was parsed (:func:`ckptlint.forkread.start_early`), or None."""
+    from ckptlint import forkread
 
-
-def close_early() -> None:
-    """Release what no command took (a usage error, another path)."""
-    while _EARLY:
-        _EARLY.popitem()[1].close()
-
+    started, pre = forkread.take_early(path)
+    if not started:
+        return None
+    src = LocalDir(path)
+    if pre is not None:
+        pre.read_one = src.read_one
+        src._prefetch = pre
+    return src

@@ -1,5 +1,9 @@
 """Reading many shard headers in two processes.
 
+Kept outside :mod:`ckptlint.reader` and light to import (the standard library only, until a
+shard is read): ``ckptlint check DIR`` forks the reading child first thing (:func:`start_early`),
+and the child and this process then import the reader each on its own core.
+
 Parsing headers is CPU work (a regular-expression pass and column checks per shard), so on a
 machine with a second core a forked child reads the later part of the shard list while this
 process reads the first part. The child sends back only clean reads, in a compact form that
@@ -23,10 +27,10 @@ import signal
 import sys
 import threading
 from itertools import repeat
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-from ckptlint.checkpoint import ShardInfo, TensorInfo
-from ckptlint.reader.header import ShardRead
+if TYPE_CHECKING:
+    from ckptlint.reader.header import ShardRead
 
 MIN_SHARDS = 16  # below this, a fork costs more than it saves
 # Part of the shard list the child reads: this process meanwhile parses config.json and the index,
@@ -144,9 +148,12 @@ class Prefetch:
                 pass
 
 
-def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: float | None = None) -> Prefetch | None:
+def prefetch(read_one: Callable[[str], ShardRead] | None, names: list[str], share: float | None = None,
+             root: str | None = None) -> Prefetch | None:
     """Start a child reading the last ``share`` of ``names`` (default :data:`CHILD_SHARE`; None
-    returned: not worth it, or not allowed)."""
+    returned: not worth it, or not allowed) with ``read_one``, or (None) as shard files of the
+    local directory ``root``: then the child imports the reader itself, and whoever takes the
+    results sets :attr:`Prefetch.read_one` (:func:`take_early`)."""
     share = CHILD_SHARE if share is None else share
     _reap()
     if len(names) < max(MIN_SHARDS, 2) or jobs() < 2:
@@ -171,6 +178,8 @@ def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: floa
             # also walk (and so copy, page by page) every object it shares with the parent.
             gc.disable()
             os.close(r)
+            if read_one is None:
+                read_one = _local_reader(root or ".")
             data = marshal.dumps((_MAGIC, [_pack(read_one(n)) for n in theirs]))
             with os.fdopen(w, "wb") as f:
                 f.write(data)
@@ -179,6 +188,50 @@ def prefetch(read_one: Callable[[str], ShardRead], names: list[str], share: floa
             os._exit(code)
     os.close(w)
     return Prefetch(read_one, list(names), theirs, pid, r)
+
+
+def _local_reader(root: str) -> Callable[[str], ShardRead]:
+    from ckptlint.reader.header import read_shard
+
+    return lambda name: read_shard(os.path.join(root, name), name)
+
+
+def shard_files(names) -> list[str]:
+    """The ``.safetensors`` files among a directory's file names, sorted (the order they are read in)."""
+    return sorted(n for n in names if n.endswith(".safetensors"))
+
+
+# Directories whose shard headers started being read before the command line was parsed
+# (``ckptlint._entry``); the loader takes the reading over for the directory it opens.
+_EARLY: dict[str, Prefetch | None] = {}
+
+
+def start_early(path: str) -> None:
+    """Start reading the shard headers of directory ``path`` now, for a later :func:`take_early`
+    (every shard file present: a checkpoint's shards are all read whatever its index says)."""
+    if path in _EARLY or not os.path.isdir(path):
+        return
+    try:
+        with os.scandir(path) as it:
+            names = shard_files(e.name for e in it)
+    except OSError:
+        return  # reported when the checkpoint is loaded
+    _EARLY[path] = prefetch(None, names, EARLY_CHILD_SHARE, root=path)
+
+
+def take_early(path: str) -> tuple[bool, Prefetch | None]:
+    """(whether ``path`` was started early, its reading child or None)."""
+    if path not in _EARLY:
+        return False, None
+    return True, _EARLY.pop(path)
+
+
+def close_early() -> None:
+    """Release what no command took (a usage error, another path)."""
+    while _EARLY:
+        pre = _EARLY.popitem()[1]
+        if pre is not None:
+            pre.close()
 
 
 def _pack(res: ShardRead) -> tuple | None:
@@ -196,6 +249,9 @@ _NAME, _DTYPE, _SHAPE = (operator.itemgetter(i) for i in range(3))  # TensorInfo
 
 
 def _unpack(p: tuple, name: str) -> ShardRead:
+    from ckptlint.checkpoint import ShardInfo, TensorInfo
+    from ckptlint.reader.header import ShardRead
+
     file, size, header_len, n_tensors, bytes_read, data_bytes, metadata, names, dtypes, shapes = p
     if file != name or not (len(names) == len(dtypes) == len(shapes) == n_tensors):
         raise ValueError(f"shard {name}: inconsistent result from the reading process")
