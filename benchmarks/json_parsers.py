@@ -8,17 +8,20 @@ memory once, then times, alternating, over all headers of a checkpoint (median o
 
 * ``json.loads``: the standard library (bytes decoded to ``str`` first, as the reader does);
 * ``orjson.loads`` and ``msgspec.json.decode``: the native parsers, on the bytes;
-* ``reader``: what ckptlint's reader does with a header now (``parse.parse_header``: the canonical
-  regular-expression scan, which accepts these headers, so no JSON parser runs);
+* ``reader``: what ckptlint's reader does with a header now (``parse.parse_header``: for these
+  clean headers ``canonical.scan_clean``, a typed ``msgspec`` decode into one struct per tensor
+  followed by column checks and the ``TensorInfo`` map);
 * ``json+validate`` / ``orjson+validate`` / ``msgspec+validate``: a parser, then the reader's one-pass
   check of a parsed clean header (``canonical.fast_validate``): what the reader would do if it
   parsed every header with that parser and dropped the scan;
 * ``msgspec typed``: ``msgspec`` decoding straight into a struct per tensor (no intermediate dict),
   after cutting the leading ``__metadata__`` object out of the text (a struct-or-map union cannot
-  be declared). No validation and no ``TensorInfo``: a lower bound for that route, not a reader.
+  be declared). No validation and no ``TensorInfo``: a lower bound for that route;
+  ``msgspec typed+validate`` adds the checks as a Python loop per tensor (the reader does them on
+  whole columns instead).
 
-Ratios are against ``json.loads`` and against ``reader``, from the same run. The native parsers are
-optional here (a line says which are missing); the reader does not use them.
+Ratios are against ``json.loads`` and against ``reader``, from the same run. ``orjson`` is optional
+here (a line says when it is missing); ``msgspec`` is a dependency of ckptlint.
 """
 
 from __future__ import annotations
