@@ -148,6 +148,8 @@ def _by_shards(name: str, last: str, shard_names, excl: CompiledList,
                how: str) -> tuple[str | None, str, list[str] | None]:
     """A fused module decided through its shards: all excluded (the first entry that matched), some
     (the shards and their states, for the mixed-shard error), or none."""
+    # (every occurrence of the fused name is replaced: the frameworks build shard prefixes with
+    # str.replace too, e.g. vLLM quantization/utils/quant_utils.py is_layer_skipped)
     shards = [name.replace(last, s) for s in shard_names]
     hits = [excl.first_match(s) for s in shards]
     if all(h is not None for h in hits):
