@@ -126,6 +126,8 @@ def _decode_index(raw: bytes, shards: tuple[str, ...]) -> Any:
 
         index = msgspec.defstruct("Index", [("weight_map", dict[str, Literal[shards]]),  # type: ignore[valid-type]
                                             ("metadata", Any, msgspec.UNSET)], forbid_unknown_fields=True)
+        if len(_INDEX_DECODERS) >= 64:  # one per checkpoint directory: many in one run stay bounded
+            _INDEX_DECODERS.clear()
         dec = _INDEX_DECODERS[shards] = msgspec.json.Decoder(index).decode
     try:
         doc = dec(raw)
