@@ -72,7 +72,7 @@ _LAYER_FOR_LOADER = {
 }
 # kinds the model builds without the quant config (or not as a quantizable layer): vLLM's
 # get_quant_method is never asked about them, so the harness has nothing to compare.
-UNASKED_KINDS = frozenset({"router", "other", "plain"})
+UNASKED_KINDS = frozenset({"router", "other", "plain", "unquantized_linear"})
 
 SHARDS_DISAGREE = ("some but not all shards", "different quantization schemes", "All MoE projections need",
                    "same quantization scheme")
