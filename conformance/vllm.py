@@ -72,7 +72,7 @@ _LAYER_FOR_LOADER = {
 }
 # kinds the model builds without the quant config (or not as a quantizable layer): vLLM's
 # get_quant_method is never asked about them, so the harness has nothing to compare.
-UNASKED_KINDS = frozenset({"router", "other", "plain"})
+UNASKED_KINDS = frozenset({"router", "other", "plain", "unquantized_linear"})
 
 SHARDS_DISAGREE = ("some but not all shards", "different quantization schemes", "All MoE projections need",
                    "same quantization scheme")
@@ -104,6 +104,10 @@ class Layer:
     loader: str | None = None
     role: str = "main"
     projs: tuple[str, ...] = ()  # expert projection names as stored (FusedMoE ckpt_*_proj_name)
+    # FusedMoE sizes as the model class builds the layer from config.json (hidden size, expert
+    # intermediate size per TP partition); None: not in the config (Marlin-compatible stand-ins)
+    hidden: int | None = None
+    inter_part: int | None = None
 
 
 @dataclass
@@ -257,12 +261,18 @@ class Release:
             # FusedMoE's checkpoint projection names (Mixtral passes w1/w3/w2, the default is
             # gate_proj/up_proj/down_proj); compressed-tensors tests expert 0's projections
             gate, up, down = ("w1", "w3", "w2") if "w1" in ly.projs else ("gate_proj", "up_proj", "down_proj")
+            # the sizes a method reads to pick its MoE kernel (GPTQ: Marlin, which consults `dynamic`,
+            # or the MoE WNA16 fallback, which does not): the checkpoint's own, as the model class
+            # passes them from config.json (Marlin-compatible stand-ins when the config has none);
+            # the activation every tracked MoE model leaves at FusedMoE's default (0.11's
+            # check_moe_marlin_supports_layer requires "silu"; gpt-oss passes "swigluoai", but its
+            # load_weights reads only MXFP4 or BF16 experts, so no GPTQ gpt-oss loads)
+            hidden, inter = ly.hidden or 4096, ly.inter_part or 1536
             attrs = dict(ckpt_gate_proj_name=gate, ckpt_up_proj_name=up, ckpt_down_proj_name=down,
-                         # shapes a method reads to pick its MoE kernel (GPTQ: Marlin or the MoE WNA16
-                         # fallback, quantized either way); Marlin-compatible sizes
-                         hidden_size=4096, intermediate_size_per_partition=1536, apply_router_weight_on_input=False,
-                         moe_config=types.SimpleNamespace(hidden_dim=4096, intermediate_size_per_partition_unpadded=1536,
-                                                          intermediate_size_per_partition=1536))
+                         hidden_size=hidden, intermediate_size_per_partition=inter, apply_router_weight_on_input=False,
+                         activation="silu",
+                         moe_config=types.SimpleNamespace(hidden_dim=hidden, intermediate_size_per_partition_unpadded=inter,
+                                                          intermediate_size_per_partition=inter, activation="silu"))
         layer = layer_cls(ly.name, **attrs)
         try:
             method = cfg.get_quant_method(layer, prefix=ly.name)
@@ -396,8 +406,10 @@ class Release:
             return {}
         ckpt = getattr(side, "ckpt", None)
         plan = side.plan
+        hidden, inter_part = _moe_sizes(_config_of(ckpt, plan), plan.deployment)
         layers = [Layer(md.name, md.kind, plan.modules[key].loader, md.role,
-                        tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})))
+                        tuple(sorted({sh.proj for sh in plan.modules[key].shards if sh.proj})),
+                        hidden, inter_part)
                   for key, md in side.modules.items() if not md.forced]
         dtypes = {n: t.dtype for n, t in ckpt.tensors.items()} if ckpt is not None else None
         if plan.arch_name and self.model_class(plan.arch_name) is None:
@@ -726,6 +738,19 @@ def check(side: Any, ckpt: Any = None, *, source: str = "", levels: tuple[str, .
 def _config_of(ckpt: Any, plan: Any) -> dict[str, Any]:
     cfg = getattr(ckpt, "config", None)
     return cfg if isinstance(cfg, dict) else {}
+
+
+def _moe_sizes(cfg: dict[str, Any], deployment: Any) -> tuple[int | None, int | None]:
+    """(hidden size, expert intermediate size per TP partition) of the FusedMoE layers, as the model
+    classes pass them from config.json (the text config of a multimodal model):
+    ``moe_intermediate_size`` (Qwen3-MoE, DeepSeek, GLM-4-MoE), else ``intermediate_size`` (Mixtral);
+    split over TP / EP as FusedMoE does."""
+    text = cfg.get("text_config") if isinstance(cfg.get("text_config"), dict) else cfg
+    hidden = text.get("hidden_size")
+    inter = text.get("moe_intermediate_size", text.get("intermediate_size"))
+    tp = max(1, getattr(deployment, "tp", 1) // max(1, getattr(deployment, "ep", 1)))
+    ok = isinstance(hidden, int) and isinstance(inter, int) and inter % tp == 0
+    return (hidden, inter // tp) if ok else (None, None)
 
 
 # --- probes: single-entry skip lists on small models ----------------------------------------------

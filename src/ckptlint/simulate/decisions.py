@@ -74,6 +74,7 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
     mname = quant.method_key
     if rm.kind not in method.quantizes:
         why = {"other": "not a quantizable layer", "plain": "built as a plain nn.Linear (never quantized)",
+               "unquantized_linear": "the model class builds it without the quant config: never quantized",
                "router": "router/gate layer built without a quant config",
                "embedding": "embeddings are not quantized", "lm_head": f"{mname} does not quantize the LM head"}
         return Decision(False, why.get(rm.kind, f"{rm.kind} layers are not quantized by {mname}"))

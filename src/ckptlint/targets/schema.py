@@ -19,7 +19,8 @@ ckptlint.matching:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
   first rule that matches decides).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
-  method touches), ``lm_head``, ``embedding``, ``router``, ``other``.
+  method touches), ``unquantized_linear`` (a Linear layer class the model builds without its quant
+  config, so never quantized whatever the method), ``lm_head``, ``embedding``, ``router``, ``other``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ MatchMode = Literal[
     "glob_component", "fnmatch", "substring_or_fnmatch", "gptq_dynamic", "substring_proper", "glob_full", "dotted_path_strip",
     "glob_whole",
 ]
-ModuleKind = Literal["linear", "moe", "plain", "lm_head", "embedding", "router", "other"]
+ModuleKind = Literal["linear", "moe", "plain", "unquantized_linear", "lm_head", "embedding", "router", "other"]
 ConsequenceName = Literal["load-error", "silent-corruption", "degraded", "hygiene"]
 
 
