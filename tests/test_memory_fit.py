@@ -87,7 +87,7 @@ def test_the_text_report_names_the_numbers(dsv3, capsys):
                            "--gpu", "h100")
     joined = " ".join(out.split())
     assert code == 1
-    assert f"error DP806 gpu-memory-fit [load-error] sglang 0.5.23, vllm 0.33.0" in out  # one entry, both releases
+    assert "error DP806 gpu-memory-fit [load-error] sglang 0.5.23, vllm 0.33.0" in out  # one entry, both releases
     assert f"the weights each GPU holds, {per_gpu(1) / 2**30:,.2f} GiB, do not fit in one NVIDIA H100" in joined
 
 

@@ -7,7 +7,7 @@ release; vLLM checks completeness only for models without a quantization config)
 
 from __future__ import annotations
 
-from ckptlint.testing.models import (DenseDims, Layout, all_linears, dense_spec, gptq_config, mixtral_dims,
+from ckptlint.testing.models import (DenseDims, Layout, dense_spec, gptq_config, mixtral_dims,
                                      qwen3_moe_dims)
 from ckptlint.testing.published import qwen_vl_chat_int4
 from helpers import build, run
