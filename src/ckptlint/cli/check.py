@@ -159,21 +159,11 @@ def _write_reports(outcomes: list, fmt: str, output: str | None, extra: list[tup
     from ckptlint.render import multi
 
     if not (fmt == "jsonl" and not output and len(outcomes) > 1):  # (streamed already)
-        _emit(multi.render(outcomes, fmt, color), output)
+        common.emit(multi.render(outcomes, fmt, color), output)
     for f, file in extra:
-        _emit(multi.render(outcomes, f, False), file)
+        common.emit(multi.render(outcomes, f, False), file)
 
 
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        from ckptlint.fsutil import write_output
-
-        try:
-            write_output(output, text.encode("utf-8"))
-        except OSError as exc:
-            usage_error(f"cannot write {output}: {exc.strerror or exc}")
-    else:
-        sys.stdout.write(text)
 
 
 class _Progress:

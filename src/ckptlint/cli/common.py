@@ -63,6 +63,19 @@ def usage_error(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+def emit(text: str, output: str | None) -> None:
+    """Write a report to ``output`` (``--output``: atomically where possible) or to stdout."""
+    if output:
+        from ckptlint.fsutil import write_output
+
+        try:
+            write_output(output, text.encode("utf-8"))
+        except OSError as exc:
+            usage_error(f"cannot write {output}: {exc.strerror or exc}")
+    else:
+        sys.stdout.write(text)
+
+
 # ----------------------------------------------------------------------------- declarations
 
 class Decl(NamedTuple):

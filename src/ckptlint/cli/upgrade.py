@@ -8,7 +8,6 @@ but it loads, or fails, on both), ``unchanged``. The exit code is 1 when a check
 worse, 2 when one could not be checked.
 """
 
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -54,15 +53,7 @@ def upgrade(
     outcomes = batch.run_many(list(path), req, on_result=None if quiet else _progress(len(path)))
     rows = [_row(o, releases) for o in outcomes]
     text = _json(rows, releases) if format is Format.json else _text(rows, releases)
-    if output:
-        from ckptlint.fsutil import write_output
-
-        try:
-            write_output(output, text.encode("utf-8"))
-        except OSError as exc:
-            usage_error(f"cannot write {output}: {exc.strerror or exc}")
-    else:
-        sys.stdout.write(text)
+    common.emit(text, output)
     if any(r["error"] for r in rows):
         raise typer.Exit(EXIT_USAGE)
     raise typer.Exit(EXIT_FINDINGS if any(r["change"] in ("breaks", "worse") for r in rows) else EXIT_OK)
