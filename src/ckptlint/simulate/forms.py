@@ -102,6 +102,7 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
     n = len(prefix)
     last_head: str | None = None
     last_layer: int | None = None
+    last_pfx = "\0"  # prefix + the last layer's component + ".": consecutive modules mostly share it
     for module, g in groups.items():
         # (suffix, tensor) pairs, flat; one or two tensors is the common case, looked up by a flat
         # key (one tuple, not three) in a cache in front of the signature's
@@ -125,16 +126,20 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
             else:
                 sig = flat
             form = _FLAT_FORMS[flat] = stored_form(sig)
-        layer = None
-        if module.startswith(prefix):
-            # the component after the prefix; consecutive modules are mostly of one layer
-            j = module.find(".", n)
-            head = module[n:j] if j >= 0 else module[n:]
-            if head == last_head:
-                layer = last_layer
-            elif head.isdecimal():  # (what int() reads: isdigit() also takes '²')
-                layer = last_layer = int(head)
-                last_head = head
+        if module.startswith(last_pfx):
+            layer = last_layer
+        else:
+            layer = None
+            if module.startswith(prefix):
+                # the component after the prefix; consecutive modules are mostly of one layer
+                j = module.find(".", n)
+                head = module[n:j] if j >= 0 else module[n:]
+                if head == last_head:
+                    layer = last_layer
+                elif head.isdecimal():  # (what int() reads: isdigit() also takes '²')
+                    layer = last_layer = int(head)
+                    last_head = head
+                    last_pfx = module[:j + 1] if j >= 0 else "\0"
         append((module, tensors, form[0], form[1], layer))
     ckpt.cache[key] = out
     return out

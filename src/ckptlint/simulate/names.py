@@ -282,16 +282,14 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
     # the (moe, expert, proj) groups: all of the match's groups, in that order, in the usual rule
     plain = rx is not None and rx.groups == 3 and rx.groupindex == {"moe": 1, "expert": 2, "proj": 3}
     ints: dict[str, int] = {}  # expert index text -> int (a few hundred distinct values)
-    last_rt: str | None = None
+    last_rt: object = runs  # (nothing a module's runtime equals: the first module starts a run)
     last_layer: int | None = None
     last_dp = False
     cur_shards: list[Shard] = []
     cur_groups: list = []
     new_shard = tuple.__new__
-    started = False
     for g in module_groups(ckpt, arch.layer_prefix):
-        module = g[0]
-        layer = g[4]
+        module, tensors, stored, _, layer = g
         name = renamed(module, arch_renames) if arch_renames else module
         m = match(name) if match is not None else None
         in_dp = draft_prefix is not None and ((module + ".").startswith(draft_prefix)
@@ -303,12 +301,12 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
                 expert = ints[e] = int(e)
         else:
             moe = None
-        if moe != last_rt or layer != last_layer or in_dp != last_dp or not started:
+        if moe != last_rt or layer != last_layer or in_dp != last_dp:
             cur_shards, cur_groups = [], []
             runs.append((moe, layer, in_dp, cur_shards, cur_groups))
-            last_rt, last_layer, last_dp, started = moe, layer, in_dp, True
+            last_rt, last_layer, last_dp = moe, layer, in_dp
         if m is not None:
-            cur_shards.append(new_shard(Shard, (module, name, g[1], g[2], expert, proj)))
+            cur_shards.append(new_shard(Shard, (module, name, tensors, stored, expert, proj)))
         cur_groups.append(g)
     ckpt.cache[key] = runs
     return runs
