@@ -97,3 +97,24 @@ def test_shortcut_is_taken_and_shared(tmp_path):
     expected = sorted(g[0] for g in S.module_groups(ck, "model.layers.")
                       if re.search(r"\.mlp\.experts\.\d+\.(gate|up|down)_proj$", g[0]))
     assert in_runs == expected and len(expected) > 100
+
+
+def test_module_layers_are_the_component_after_the_prefix():
+    """Each module's layer index is the decimal component right after the layer prefix, whatever
+    the module before it was (the grouping reuses the last layer's prefix as a shortcut)."""
+    from ckptlint.checkpoint import Checkpoint, TensorInfo
+
+    names = ["model.layers.3.mlp.down_proj.weight", "model.layers.3.mlp.up_proj.weight", "model.layers.5.weight",
+             "\0model.layers.3.x.weight", "model.layers.3.y.weight", "model.layers.²2.z.weight",
+             "model.layers.3.w.weight", "model.layersX.3.v.weight", "model.layers.12.u.weight", "lm_head.weight"]
+    ck = Checkpoint(root="x", tensors={n: TensorInfo(n, "BF16", (2, 2), "a.safetensors") for n in names})
+
+    def layer_of(module: str, prefix: str = "model.layers.") -> int | None:
+        if not module.startswith(prefix):
+            return None
+        head = module[len(prefix):].split(".")[0]
+        return int(head) if head.isdecimal() else None
+
+    got = {g[0]: g[4] for g in S.module_groups(ck, "model.layers.")}
+    assert got == {n.rpartition(".")[0]: layer_of(n.rpartition(".")[0]) for n in names}
+    assert got["model.layers.5"] == 5 and got["\0model.layers.3.x"] is None and got["model.layers.²2.z"] is None

@@ -4,7 +4,7 @@ Kept outside :mod:`ckptlint.reader` and light to import (the standard library on
 shard is read): ``ckptlint check DIR`` forks the reading child first thing (:func:`start_early`),
 and the child and this process then import the reader each on its own core.
 
-Parsing headers is CPU work (a regular-expression pass and column checks per shard), so on a
+Parsing headers is CPU work (a typed JSON decode and column checks per shard), so on a
 machine with a second core a forked child reads the later part of the shard list while this
 process reads the first part. The child sends back only clean reads, in a compact form that
 ``marshal`` writes and reads in C (names, dtypes, shapes: the tensor tuples are rebuilt here in
@@ -14,8 +14,7 @@ in any way, this process reads its shards itself.
 
 Used only where forking is safe and worth it: POSIX ``fork`` on Linux, at least two usable
 CPUs with one of them idle (the load average: :func:`helps`), no other thread running in this
-process, and enough shards. ``CKPTLINT_JOBS=1`` turns it
-off.
+process, and enough shards. ``CKPTLINT_JOBS=1`` turns it off.
 """
 
 from __future__ import annotations
@@ -36,7 +35,8 @@ MIN_SHARDS = 16  # below this, a fork costs more than it saves
 # Part of the shard list the child reads: this process meanwhile parses config.json and the index,
 # reads the rest and unpacks the child's results (measured on the DeepSeek-V3 benchmark, 2 cores).
 CHILD_SHARE = 0.7
-# The same when reading starts before the command's own imports and setup (``Source.start``).
+# The same when reading starts before the command's own imports and setup (:func:`start_early`,
+# ``Source.start``).
 EARLY_CHILD_SHARE = 0.9
 
 

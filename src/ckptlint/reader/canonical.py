@@ -53,13 +53,13 @@ def scan_clean(raw: bytes, rel: str) -> tuple[dict[str, TensorInfo], int, dict[s
     """Accept a clean header with one typed decode (``msgspec``, in C) and column checks.
 
     Taken only for headers that start with ``{``, contain no backslash (so no escape, no lone
-    surrogate, and no quote inside a string: every ``"dtype":`` in the bytes is a key) and no
-    ``-0`` (which serde reads as a float). The decode checks the JSON and every entry's fields
-    and integer types; counting the keys in the bytes then proves there was no repeated name or
-    field (a JSON decoder keeps the last copy). The checks of
-    :func:`fast_validate` follow on whole columns (known dtype, byte lengths, offsets contiguous
-    from 0 in file order), so no per-tensor Python code runs. None means "not clean, or not
-    sure": the JSON path decides (and reports).
+    surrogate, and no quote inside a string: every ``":`` in the bytes ends a key) and no ``-0``
+    (which serde reads as a float). The decode checks the JSON and every entry's fields and
+    integer types; counting the keys in the bytes then proves there was no repeated name or field
+    (a JSON decoder keeps the last copy). The checks of :func:`fast_validate` follow on whole
+    columns (known dtype, byte lengths, offsets contiguous from 0 in file order), so no
+    per-tensor Python code runs. None means "not clean, or not sure": the JSON path decides (and
+    reports).
     """
     if raw[:1] != b"{" or b"\\" in raw or b"-0" in raw:
         return None

@@ -137,6 +137,7 @@ def _decode_index(raw: bytes, shards: tuple[str, ...]) -> Any:
         return {"weight_map": doc.weight_map}
     return {"metadata": doc.metadata, "weight_map": doc.weight_map}
 
+
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 

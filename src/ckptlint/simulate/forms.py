@@ -102,7 +102,7 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
     n = len(prefix)
     last_head: str | None = None
     last_layer: int | None = None
-    last_pfx = "\0"  # prefix + the last layer's component + ".": consecutive modules mostly share it
+    last_pfx: str | None = None  # prefix + last_head + ".": consecutive modules mostly share it
     for module, g in groups.items():
         # (suffix, tensor) pairs, flat; one or two tensors is the common case, looked up by a flat
         # key (one tuple, not three) in a cache in front of the signature's
@@ -126,7 +126,7 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
             else:
                 sig = flat
             form = _FLAT_FORMS[flat] = stored_form(sig)
-        if module.startswith(last_pfx):
+        if last_pfx is not None and module.startswith(last_pfx):
             layer = last_layer
         else:
             layer = None
@@ -139,7 +139,7 @@ def module_groups(ckpt: Checkpoint, prefix: str) -> list[tuple[str, list[TensorI
                 elif head.isdecimal():  # (what int() reads: isdigit() also takes '²')
                     layer = last_layer = int(head)
                     last_head = head
-                    last_pfx = module[:j + 1] if j >= 0 else "\0"
+                    last_pfx = module[:j + 1] if j >= 0 else None
         append((module, tensors, form[0], form[1], layer))
     ckpt.cache[key] = out
     return out
