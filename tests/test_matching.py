@@ -38,3 +38,57 @@ def test_invalid_regex_never_matches_and_is_reported():
     cl = compile_list("exact_or_regex", ["re:([", "lm_head"])
     assert cl.first_match("lm_head") == "lm_head"
     assert cl.invalid() == ["re:(["]
+
+
+# --------------------------------------------------------------------------- the keyed index
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ckptlint.matching import _MIN_KEYED, CompiledList  # noqa: E402
+
+_part = st.sampled_from(["model", "layers", "0", "1", "10", "mlp", "gate", "gate_up_proj", "experts", "", "lm_head"])
+_name = st.lists(_part, min_size=1, max_size=6).map(".".join)
+_entry = st.one_of(_name, _name.map(lambda n: n + "."), _name.map(lambda n: "re:" + n.replace(".", r"\.") + ".*"),
+                   st.just("re:(["))
+
+
+def _linear(cl: CompiledList, name: str) -> str | None:
+    for entry, pred in zip(cl.entries, cl.preds):
+        if pred is not None and pred(name):
+            return entry
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(mode=st.sampled_from(sorted(_MIN_KEYED)), entries=st.lists(_entry, min_size=0, max_size=40),
+       names=st.lists(_name, min_size=1, max_size=10))
+def test_keyed_lists_pick_the_same_first_entry_as_a_scan(mode, entries, names):
+    """The dict index of long literal lists is an optimisation only: the first entry in written order
+    that matches is the same as testing every entry's predicate in turn (re: entries, invalid ones,
+    duplicates and keys with trailing dots included)."""
+    cl = compile_list(mode, entries * (1 + _MIN_KEYED[mode] // max(1, len(entries))))
+    lits = [e for e in entries[:8] if not e.startswith("re:")]
+    derived = [w for e in lits for w in (e, "model." + e, e + ".weight", "x.y." + e + ".z")]
+    for name in names + derived:
+        assert cl.first_rule(name) == _linear(cl, name)
+
+
+def test_keyed_exclude_list_of_module_names():
+    # a Quark-style exclude list of hundreds of module names, with a regex in the middle
+    entries = [f"model.layers.{i}.mlp.gate" for i in range(300)] + ["re:.*shared_experts.*"] + ["lm_head"]
+    cl = compile_list("exact_or_regex", entries)
+    assert cl._first is not None
+    assert cl.first_match("model.layers.7.mlp.gate") == "model.layers.7.mlp.gate"
+    assert cl.first_match("model.layers.7.mlp.shared_experts.down_proj") == "re:.*shared_experts.*"
+    assert cl.first_match("lm_head") == "lm_head"
+    assert cl.first_match("model.layers.7.mlp.gate_up_proj") is None
+
+
+def test_keyed_list_prefers_an_earlier_literal_to_a_later_regex():
+    entries = ["model.layers.1.mlp.gate", "re:model.*"] + [f"lm_head.{i}" for i in range(10)]
+    cl = compile_list("exact_or_regex", entries)
+    assert cl.first_match("model.layers.1.mlp.gate") == "model.layers.1.mlp.gate"
+    assert cl.first_match("model.layers.2.mlp.gate") == "re:model.*"
+    cl = compile_list("exact_or_regex", ["re:model.*"] + entries)
+    assert cl.first_match("model.layers.1.mlp.gate") == "re:model.*"

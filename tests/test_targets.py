@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -91,8 +93,8 @@ def test_compiled_data_is_current():
     from ckptlint.targets import COMPILED, DATA_DIR
     from ckptlint.targets.compile import render, render_hardware
 
-    assert (DATA_DIR / COMPILED).read_text(encoding="utf-8") == render()
-    assert hardware.COMPILED.read_text(encoding="utf-8") == render_hardware()
+    assert Path(DATA_DIR, COMPILED).read_text(encoding="utf-8") == render()
+    assert Path(hardware.COMPILED).read_text(encoding="utf-8") == render_hardware()
 
 
 def test_check_path_does_not_import_pydantic_hashlib_or_tempfile():

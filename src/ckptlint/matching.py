@@ -118,14 +118,75 @@ def keeps(mode: str, entry: str) -> bool:
     return mode == "gptq_dynamic" and not entry.startswith("-:")
 
 
+# Modes whose literal entries are found by looking the name's candidate keys up in a dict (see
+# _candidates): an entry matches exactly when its key is one of the name's candidates. `re:` entries
+# of these modes (and every entry of the other modes) are tried in written order as before.
+_KEYED = frozenset({"exact", "exact_or_regex", "suffix", "dotted_path", "dotted_path_strip"})
+# Below this many literal entries a scan is as fast as computing a name's candidates (dotted paths
+# have one candidate per run of components).
+_MIN_KEYED = {"exact": 1, "exact_or_regex": 1, "suffix": 8, "dotted_path": 16, "dotted_path_strip": 16}
+
+
+def _literal(mode: str, entry: str) -> bool:
+    return mode in _KEYED and not (mode in ("exact_or_regex", "suffix") and entry.startswith("re:"))
+
+
+def _key(mode: str, entry: str) -> str:
+    return entry.rstrip(".") if mode == "dotted_path_strip" else entry
+
+
+def _candidates(mode: str, name: str) -> list[str]:
+    """Every key a literal entry of ``mode`` can have and match ``name`` (the predicates above, read
+    backwards): the name itself (exact); the name and each part after a dot (suffix: ``name == e or
+    name.endswith("." + e)``); each run of consecutive dot-separated components (dotted path: ``e``
+    equal to the name, a leading run followed by a dot, or a run between dots), on the name without
+    trailing dots for ``dotted_path_strip``."""
+    if mode in ("exact", "exact_or_regex"):
+        return [name]
+    if mode == "suffix":
+        parts = name.split(".")
+        return [name] + [".".join(parts[i:]) for i in range(1, len(parts))]
+    if mode == "dotted_path_strip":
+        name = name.rstrip(".")
+    parts = name.split(".")
+    n = len(parts)
+    return [".".join(parts[i:j]) for i in range(n) for j in range(i + 1, n + 1)]
+
+
 @dataclass
 class CompiledList:
     mode: str
     entries: list[str]
     preds: list[Predicate | None]
 
+    def __post_init__(self) -> None:
+        # Long lists (Quark/compressed-tensors exclude lists of hundreds of module names) of a keyed
+        # mode: the first literal entry per key, and the others (`re:` entries) with their positions.
+        self._first: dict[str, int] | None = None
+        self._others: list[tuple[int, Predicate | None]] = []
+        mode = self.mode
+        literal = [_literal(mode, e) for e in self.entries]
+        if mode in _KEYED and sum(literal) >= _MIN_KEYED[mode]:
+            first: dict[str, int] = {}
+            for i, (e, lit) in enumerate(zip(self.entries, literal)):
+                if lit:
+                    first.setdefault(_key(mode, e), i)
+                else:
+                    self._others.append((i, self.preds[i]))
+            self._first = first
+
     def first_rule(self, name: str) -> str | None:
         """The first entry that matches ``name`` (a keeping rule included), or None."""
+        first = self._first
+        if first is not None:
+            get = first.get
+            best = min((i for i in map(get, _candidates(self.mode, name)) if i is not None), default=len(self.entries))
+            for i, pred in self._others:
+                if i > best:
+                    break
+                if pred is not None and pred(name):
+                    return self.entries[i]
+            return self.entries[best] if best < len(self.entries) else None
         for entry, pred in zip(self.entries, self.preds):
             if pred is not None and pred(name):
                 return entry

@@ -6,12 +6,13 @@ the framework shards and by how many ranks; the DP80x rules and ``ckptlint inspe
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ckptlint._ns import wrap
-from ckptlint.hardware import HERE, _compiled
+from ckptlint.hardware import HERE, _compiled, _read_bytes
 from ckptlint.simulate.model import Dim, Placement
 
 if TYPE_CHECKING:
@@ -24,7 +25,7 @@ def validate_parallel_data() -> Any:
 
     from ckptlint.hardware.schema import ParallelData
 
-    return ParallelData.model_validate(tomllib.loads((HERE / "parallel.toml").read_text(encoding="utf-8")))
+    return ParallelData.model_validate(tomllib.loads(_read_bytes(os.path.join(HERE, "parallel.toml")).decode("utf-8")))
 
 
 @lru_cache(maxsize=1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+import os
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -55,11 +55,13 @@ def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+# (os.path, not pathlib: pathlib and what it imports cost a check ~7 ms)
+_HERE = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = os.path.join(_HERE, "data")
 
 
-def _data_dir(framework: str) -> Path:
-    return DATA_DIR / framework
+def _data_dir(framework: str) -> str:
+    return os.path.join(DATA_DIR, framework)
 
 
 @lru_cache(maxsize=None)
@@ -69,11 +71,12 @@ def raw_files(framework: str) -> dict[str, dict[str, Any]]:
 
     out: dict[str, dict[str, Any]] = {}
     d = _data_dir(framework)
-    if not d.is_dir():
+    if not os.path.isdir(d):
         return out
-    for entry in d.iterdir():
-        if entry.name.endswith(".toml"):
-            out[entry.name[: -len(".toml")]] = tomllib.loads(entry.read_text(encoding="utf-8"))
+    for name in os.listdir(d):
+        if name.endswith(".toml"):
+            with open(os.path.join(d, name), encoding="utf-8") as fh:
+                out[name[: -len(".toml")]] = tomllib.loads(fh.read())
     return out
 
 
@@ -81,9 +84,15 @@ def _toml_files() -> list[tuple[str, bytes]]:
     out = []
     for fw in FRAMEWORKS:
         d = _data_dir(fw)
-        if d.is_dir():
-            out += [(f"{fw}/{e.name}", e.read_bytes()) for e in d.iterdir() if e.name.endswith(".toml")]
+        if os.path.isdir(d):
+            out += [(f"{fw}/{name}", _read_bytes(os.path.join(d, name))) for name in os.listdir(d)
+                    if name.endswith(".toml")]
     return sorted(out)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
 
 
 def data_digest() -> str:
@@ -93,8 +102,7 @@ def data_digest() -> str:
     import zlib
 
     crc = size = 0
-    schema = Path(__file__).resolve().parent / "schema.py"
-    for name, data in _toml_files() + [("schema.py", schema.read_bytes())]:
+    for name, data in _toml_files() + [("schema.py", _read_bytes(os.path.join(_HERE, "schema.py")))]:
         part = name.encode() + b"\0" + data + b"\0"
         crc = zlib.crc32(part, crc)
         size += len(part)
@@ -104,9 +112,8 @@ def data_digest() -> str:
 @lru_cache(maxsize=None)
 def _compiled() -> dict[str, Any] | None:
     """The validated, merged target data (``python -m ckptlint.targets.compile``), if current."""
-    p = DATA_DIR / COMPILED
     try:
-        doc = msgspec.json.decode(p.read_bytes())
+        doc = msgspec.json.decode(_read_bytes(os.path.join(DATA_DIR, COMPILED)))
     except (OSError, ValueError):  # (msgspec.DecodeError is a ValueError)
         return None
     return doc if isinstance(doc, dict) and doc.get("digest") == data_digest() else None

@@ -12,6 +12,7 @@ the committed compiled file is stale.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -52,7 +53,7 @@ def render_hardware() -> str:
 def main() -> int:
     from ckptlint import hardware
 
-    for path, text in ((DATA_DIR / COMPILED, render()), (hardware.COMPILED, render_hardware())):
+    for path, text in ((os.path.join(DATA_DIR, COMPILED), render()), (hardware.COMPILED, render_hardware())):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
         print(f"wrote {path}")
