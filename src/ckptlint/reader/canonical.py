@@ -84,12 +84,15 @@ def scan_clean(raw: bytes, rel: str) -> tuple[dict[str, TensorInfo], int, dict[s
     if not count or "__metadata__" in entries or body.count(b'":') != 4 * count:
         return None
     values = entries.values()
-    keys = list(zip(map(_DT, values), map(_SH, values)))
-    for key in set(keys).difference(_LAYOUTS):
-        _LAYOUTS[key] = _parse_layout(*key)
-    layouts = list(map(_LAYOUTS.__getitem__, keys))
+    # one lookup per tensor; None: a (dtype, shape) not seen before (computed once, then looked up
+    # again) or not a clean layout
+    layouts = list(map(_LAYOUTS.get, zip(map(_DT, values), map(_SH, values))))
     if None in layouts:
-        return None
+        for key in set(zip(map(_DT, values), map(_SH, values))).difference(_LAYOUTS):
+            _LAYOUTS[key] = _parse_layout(*key)
+        layouts = list(map(_LAYOUTS.__getitem__, zip(map(_DT, values), map(_SH, values))))
+        if None in layouts:
+            return None
     offsets = list(map(_OFF, values))
     begins = list(map(_FIRST, offsets))
     stops = list(map(_SECOND, offsets))
