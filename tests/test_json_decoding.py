@@ -83,3 +83,28 @@ def test_repeated_index_keys_are_still_reported():
     got = parse_json_bytes(raw, SHARDS)
     assert got.obj == {"weight_map": {"a": SHARDS[1]}}
     assert got.duplicates == ["a"]
+
+
+_RAW_CASES = [
+    b'{"weight_map": {"a.weight": "model-00001-of-00002.safetensors"}, "metadata": {"total_size": 4}}',
+    b'{"weight_map": {"a.weight": "x", "a.weight": "y"}}',  # a repeated key
+    b'{"weight_map": {"a:b": "x"}}',  # a colon inside a string
+    b'{"weight_map": {"a.weight": "x",}}',  # not JSON
+    '{"weight_map": {"\u00e9": "x"}}'.encode(),  # not ASCII
+    b'\xef\xbb\xbf{"a": 1}',  # a BOM
+    b'{"a": "\xff"}',  # not UTF-8
+    b'{"a": NaN, "b": 1e400}',  # only Python's json
+]
+
+
+def test_a_large_index_keeps_no_text_and_parses_the_same():
+    """Above ``text_cap`` an ASCII file is decoded without making a string of it (the index of a
+    1,000,000-tensor checkpoint is ~100 MB): the value, the repeated keys and the error are what the
+    uncapped parse gives; the text is kept wherever the JSON path needed it anyway."""
+    for raw in _RAW_CASES:
+        full, capped = parse_json_bytes(raw), parse_json_bytes(raw, text_cap=8)
+        assert _same(capped.obj, full.obj) and capped.error == full.error, raw
+        assert capped.duplicates == full.duplicates, raw
+        # only the plain index needs no string; every other case went through Python's json
+        assert capped.text == (None if raw is _RAW_CASES[0] else full.text), raw
+    assert parse_json_bytes(_RAW_CASES[0], text_cap=len(_RAW_CASES[0])).text == _RAW_CASES[0].decode()

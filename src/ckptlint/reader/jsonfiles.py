@@ -35,10 +35,10 @@ class JsonRead:
     duplicates: list[str] = field(default_factory=list)  # "key" or "parent.key"
 
 
-def read_json(path: str, cap: int = CONFIG_CAP, shards: tuple[str, ...] = ()) -> JsonRead:
+def read_json(path: str, cap: int = CONFIG_CAP, shards: tuple[str, ...] = (), text_cap: int | None = None) -> JsonRead:
     """Read and parse the JSON file at ``path``; one that is not a regular file or holds more than
-    ``cap`` bytes is not read (``error`` says why). ``shards``: for an index, the shard files
-    present (see :func:`parse_json_bytes`)."""
+    ``cap`` bytes is not read (``error`` says why). ``shards`` and ``text_cap``: see
+    :func:`parse_json_bytes`."""
     out = JsonRead()
     try:
         raw = read_capped(path, cap)
@@ -51,24 +51,28 @@ def read_json(path: str, cap: int = CONFIG_CAP, shards: tuple[str, ...] = ()) ->
         out.error = f"cannot be read ({e.strerror or e})"
         out.unreadable = True
         return out
-    return parse_json_bytes(raw, shards)
+    return parse_json_bytes(raw, shards, text_cap)
 
 
-def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = ()) -> JsonRead:
+def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = (), text_cap: int | None = None) -> JsonRead:
     """Parse the bytes of a JSON side file (however they were obtained).
 
     ``shards`` (for an index: the shard files present) lets an index of the usual form, with
     only ``weight_map`` and ``metadata`` and every value one of those names, be decoded with the
     values checked against them and shared (one string per shard, not one per tensor); any
-    other index is decoded like every JSON file."""
+    other index is decoded like every JSON file. ``text_cap``: an ASCII file of more bytes keeps
+    no ``text`` (which is kept only to point findings at a line), and is not decoded to a string
+    unless the JSON path needs one (a 1,000,000-tensor index is ~100 MB)."""
     out = JsonRead()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        out.text = raw.decode("utf-8", "replace")
-        out.error = f"is not valid UTF-8 (byte {e.start})"
-        return out
-    out.text = text
+    text: str | None = None
+    if text_cap is None or len(raw) <= text_cap or not raw.isascii():
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out.text = raw.decode("utf-8", "replace")
+            out.error = f"is not valid UTF-8 (byte {e.start})"
+            return out
+        out.text = text
     try:
         # msgspec reads the same documents as Python's json (same values, the later of two repeated
         # keys) several times faster; whatever it refuses (NaN, 1e400, a lone surrogate escape, a
@@ -80,6 +84,8 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = ()) -> JsonRead:
         out.obj = _UNSET
     try:
         if out.obj is _UNSET:
+            if text is None:
+                text = out.text = raw.decode("ascii")
             out.obj = json.loads(text)
     except RecursionError:
         out.error = "is not valid JSON: nested too deeply"
@@ -93,8 +99,11 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = ()) -> JsonRead:
         return out
     # Every key is followed by exactly one ':'; more colons than keys means a colon inside a
     # string or a duplicate key (which the plain parse hides): only then parse again with a hook.
-    if text.count(":") == _count_keys(out.obj):
+    # (the count in the bytes is the count in the text: no UTF-8 sequence holds the byte of ':')
+    if raw.count(b":") == _count_keys(out.obj):
         return out
+    if text is None:
+        text = out.text = raw.decode("ascii")
     dups: list[str] = []
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -112,6 +121,9 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = ()) -> JsonRead:
     return out
 
 
+# Raw index text kept for locating findings at a line (SARIF) only up to this size: a 1,000,000-tensor
+# index is ~100 MB of text plus a dict of the same entries, and memory must stay bounded.
+MAX_KEPT_TEXT = 16 * 2**20
 _UNSET = object()
 _fast_decode = msgspec.json.Decoder().decode
 _INDEX_DECODERS: dict[tuple[str, ...], Any] = {}

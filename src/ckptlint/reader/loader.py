@@ -33,6 +33,7 @@ from ckptlint.reader.configs import read_configs
 from ckptlint.reader.fileset import compare_index, missing_shards, no_weights, report_dups, unreferenced_shard
 from ckptlint.reader.header import ShardRead, lfs_finding, read_shard
 from ckptlint.reader.index import bad_shard_name, bad_shard_names, check_total_size, read_index
+from ckptlint.reader.jsonfiles import MAX_KEPT_TEXT
 from ckptlint.reader.names import CONFIG_NAME, HF_SCHEME, INDEX_NAME, QUANT_CONFIG_NAME
 from ckptlint.reader.source import LocalDir, NotACheckpoint, Source, shard_files, take_early
 
@@ -200,9 +201,6 @@ def _read_dir(ck: Checkpoint, src: Source, names: set[str], st_names: list[str],
     _slim(ck)
 
 
-# Raw index text kept for locating findings at a line (SARIF) only up to this size: a 1,000,000-tensor
-# index is ~100 MB of text plus a dict of the same entries, and memory must stay bounded.
-MAX_KEPT_TEXT = 16 * 2**20
 
 
 def _slim(ck: Checkpoint) -> None:

@@ -21,7 +21,7 @@ from typing import Iterable
 from ckptlint.forkread import shard_files
 from ckptlint.progress import progress_for
 from ckptlint.reader.header import ShardRead, read_shard
-from ckptlint.reader.jsonfiles import CONFIG_CAP, INDEX_CAP, JsonRead, read_json
+from ckptlint.reader.jsonfiles import CONFIG_CAP, INDEX_CAP, MAX_KEPT_TEXT, JsonRead, read_json
 from ckptlint.reader.names import INDEX_NAME
 
 LOCAL_PROGRESS_MIN_SHARDS = 20
@@ -103,7 +103,7 @@ class LocalDir(Source):
 
     def read_json(self, name: str) -> JsonRead:
         if name == INDEX_NAME:
-            return read_json(os.path.join(self.root, name), INDEX_CAP, tuple(shard_files(self.names())))
+            return read_json(os.path.join(self.root, name), INDEX_CAP, tuple(shard_files(self.names())), MAX_KEPT_TEXT)
         return read_json(os.path.join(self.root, name), CONFIG_CAP)
 
     def read_one(self, name: str) -> ShardRead:
