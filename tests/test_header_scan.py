@@ -27,7 +27,7 @@ def _json_path(text: str):
     raw = text.encode()
     res = ShardRead(info=ShardInfo(file="x", size=0))
     end = _data_end(text)
-    with mock.patch.object(parse, "scan_clean", lambda raw, rel: None):
+    with mock.patch.object(parse, "scan_columns", lambda raw: None):
         parse.parse_header(raw, len(raw), 8 + len(raw) + end, "x", res)
     if res.issues or res.fatal:
         return None
@@ -147,7 +147,7 @@ def test_declined_headers_go_to_the_json_path(tmp_path, monkeypatch, case):
     p = tmp_path / "model.safetensors"
     p.write_bytes(struct.pack("<Q", len(raw)) + raw + b"\0" * 64)
     with_scan = load_checkpoint(p)
-    monkeypatch.setattr(parse, "scan_clean", lambda raw, rel: None)
+    monkeypatch.setattr(parse, "scan_columns", lambda raw: None)
     without = load_checkpoint(p)
     assert with_scan.tensors == without.tensors
     assert [(f.code, f.message) for f in with_scan.issues] == [(f.code, f.message) for f in without.issues]

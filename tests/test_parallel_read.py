@@ -127,3 +127,19 @@ def test_jobs_setting():
             os.environ.pop("CKPTLINT_JOBS", None)
         else:
             os.environ["CKPTLINT_JOBS"] = env
+
+
+def test_child_reads_columns_and_the_parent_rebuilds_the_same_shard(tmp_path):
+    """The reading child takes a clean header as columns (no tensor map to build and take apart
+    again); what the parent rebuilds from them is the serial read of the same file."""
+    from ckptlint.reader.header import read_shard
+
+    path = _checkpoint(tmp_path, broken=False)
+    for shard in sorted(p for p in path.iterdir() if p.suffix == ".safetensors"):
+        cols = read_shard(str(shard), shard.name, columns=True)
+        assert cols.columns is not None and cols.tensors == {}
+        serial = read_shard(str(shard), shard.name)
+        assert serial.columns is None
+        rebuilt = parallel._unpack(parallel._pack(cols), shard.name)
+        assert rebuilt.tensors == serial.tensors and list(rebuilt.tensors) == list(serial.tensors)
+        assert rebuilt.info == serial.info and rebuilt.metadata == serial.metadata

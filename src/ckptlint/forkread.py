@@ -25,7 +25,6 @@ import os
 import signal
 import sys
 import threading
-from itertools import repeat
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -151,9 +150,11 @@ class Prefetch:
 def prefetch(read_one: Callable[[str], ShardRead] | None, names: list[str], share: float | None = None,
              root: str | None = None) -> Prefetch | None:
     """Start a child reading the last ``share`` of ``names`` (default :data:`CHILD_SHARE`; None
-    returned: not worth it, or not allowed) with ``read_one``, or (None) as shard files of the
-    local directory ``root``: then the child imports the reader itself, and whoever takes the
-    results sets :attr:`Prefetch.read_one` (:func:`take_early`)."""
+    returned: not worth it, or not allowed): as shard files of the local directory ``root`` when
+    given (clean headers as columns, what the child sends), else with ``read_one``. ``read_one``
+    reads again here what the child did not read cleanly; it may be None with a ``root`` (the
+    early start, before the reader is imported): whoever takes the results then sets
+    :attr:`Prefetch.read_one` (:func:`take_early`)."""
     share = CHILD_SHARE if share is None else share
     _reap()
     if len(names) < max(MIN_SHARDS, 2) or jobs() < 2:
@@ -178,9 +179,9 @@ def prefetch(read_one: Callable[[str], ShardRead] | None, names: list[str], shar
             # also walk (and so copy, page by page) every object it shares with the parent.
             gc.disable()
             os.close(r)
-            if read_one is None:
-                read_one = _local_reader(root or ".")
-            data = marshal.dumps((_MAGIC, [_pack(read_one(n)) for n in theirs]))
+            reader = _local_reader(root) if root is not None else read_one
+            assert reader is not None
+            data = marshal.dumps((_MAGIC, [_pack(reader(n)) for n in theirs]))
             with os.fdopen(w, "wb") as f:
                 f.write(data)
             code = 0
@@ -193,7 +194,8 @@ def prefetch(read_one: Callable[[str], ShardRead] | None, names: list[str], shar
 def _local_reader(root: str) -> Callable[[str], ShardRead]:
     from ckptlint.reader.header import read_shard
 
-    return lambda name: read_shard(os.path.join(root, name), name)
+    # clean headers as columns: what _pack sends, without building the tensor map first
+    return lambda name: read_shard(os.path.join(root, name), name, columns=True)
 
 
 def shard_files(names) -> list[str]:
@@ -237,25 +239,28 @@ def close_early() -> None:
 def _pack(res: ShardRead) -> tuple | None:
     """A clean read as builtin values, or None (the parent reads that shard again)."""
     if res.issues or res.fatal or res.refused or res.lfs is not None or res.unreadable is not None \
-            or res.missing or not res.tensors:
+            or res.missing or not (res.tensors or res.columns):
         return None
     i = res.info
-    ts = res.tensors.values()
-    return (i.file, i.size, i.header_len, i.n_tensors, i.bytes_read, i.data_bytes, res.metadata,
-            list(map(_NAME, ts)), list(map(_DTYPE, ts)), list(map(_SHAPE, ts)))
+    if res.columns is not None:
+        names, dtypes, shapes = res.columns
+    else:
+        ts = res.tensors.values()
+        names, dtypes, shapes = list(map(_NAME, ts)), list(map(_DTYPE, ts)), list(map(_SHAPE, ts))
+    return (i.file, i.size, i.header_len, i.n_tensors, i.bytes_read, i.data_bytes, res.metadata, names, dtypes, shapes)
 
 
 _NAME, _DTYPE, _SHAPE = (operator.itemgetter(i) for i in range(3))  # TensorInfo fields, read in C
 
 
 def _unpack(p: tuple, name: str) -> ShardRead:
-    from ckptlint.checkpoint import ShardInfo, TensorInfo
+    from ckptlint.checkpoint import ShardInfo
+    from ckptlint.reader.canonical import tensor_map
     from ckptlint.reader.header import ShardRead
 
     file, size, header_len, n_tensors, bytes_read, data_bytes, metadata, names, dtypes, shapes = p
     if file != name or not (len(names) == len(dtypes) == len(shapes) == n_tensors):
         raise ValueError(f"shard {name}: inconsistent result from the reading process")
-    infos = map(tuple.__new__, repeat(TensorInfo), zip(names, dtypes, shapes, repeat(file)))
     info = ShardInfo(file=file, size=size, header_len=header_len, n_tensors=n_tensors, bytes_read=bytes_read,
                      data_bytes=data_bytes)
-    return ShardRead(info=info, tensors=dict(zip(names, infos)), metadata=metadata)
+    return ShardRead(info=info, tensors=tensor_map(names, dtypes, shapes, file), metadata=metadata)

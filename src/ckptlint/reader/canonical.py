@@ -49,8 +49,26 @@ _DT, _SH, _OFF = (operator.attrgetter(f) for f in ("dtype", "shape", "data_offse
 _FIRST, _SECOND, _NBYTES = (operator.itemgetter(i) for i in range(3))
 
 
+Columns = tuple[list[str], list[str], list[tuple[int, ...]]]  # names, dtypes, shapes, in header order
+
+
 def scan_clean(raw: bytes, rel: str) -> tuple[dict[str, TensorInfo], int, dict[str, str] | None] | None:
-    """Accept a clean header with one typed decode (``msgspec``, in C) and column checks.
+    """:func:`scan_columns` with the tensors as ``TensorInfo`` by name (None: not accepted)."""
+    got = scan_columns(raw)
+    if got is None:
+        return None
+    (names, dtypes, shapes), end, meta = got
+    return tensor_map(names, dtypes, shapes, rel), end, meta
+
+
+def tensor_map(names: list[str], dtypes: list[str], shapes: list[tuple[int, ...]], rel: str) -> dict[str, TensorInfo]:
+    """``TensorInfo`` by name from a clean header's columns (built in C)."""
+    return dict(zip(names, map(tuple.__new__, repeat(TensorInfo), zip(names, dtypes, shapes, repeat(rel)))))
+
+
+def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | None:
+    """Accept a clean header with one typed decode (``msgspec``, in C) and column checks: its
+    columns, the end of its data buffer and its metadata.
 
     Taken only for headers that start with ``{``, contain no backslash (so no escape, no lone
     surrogate, and no quote inside a string: every ``":`` in the bytes ends a key) and no ``-0``
@@ -98,8 +116,7 @@ def scan_clean(raw: bytes, rel: str) -> tuple[dict[str, TensorInfo], int, dict[s
     stops = list(map(_SECOND, offsets))
     if begins[0] != 0 or begins[1:] != stops[:-1] or list(map(operator.sub, stops, begins)) != list(map(_NBYTES, layouts)):
         return None
-    infos = map(tuple.__new__, repeat(TensorInfo), zip(entries, map(_FIRST, layouts), map(_SECOND, layouts), repeat(rel)))
-    return dict(zip(entries, infos)), stops[-1], meta
+    return (list(entries), list(map(_FIRST, layouts)), list(map(_SECOND, layouts))), stops[-1], meta
 
 
 def _parse_layout(dt: str, dims: tuple[int, ...]) -> tuple[str, tuple[int, ...], int] | None:

@@ -160,6 +160,8 @@ class ShardRead:
     unreadable: str | None = None  # why the file could not be read at all
     missing: bool = False  # the source found no such file (a remote 404); the loader reports IX204
     metadata: dict[str, str] | None = None
+    # a clean header read for the shard-reading child: (names, dtypes, shapes) instead of ``tensors``
+    columns: tuple[list[str], list[str], list[tuple[int, ...]]] | None = None
 
 
 def _read_exact(f: Any, n: int) -> bytes:
@@ -243,8 +245,9 @@ class _LocalFile:
         return hole
 
 
-def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRead:
-    """Read the header of the safetensors file at ``path`` (``rel``: name for messages)."""
+def read_shard(path: str, rel: str, st: os.stat_result | None = None, columns: bool = False) -> ShardRead:
+    """Read the header of the safetensors file at ``path`` (``rel``: name for messages);
+    ``columns``: see :func:`ckptlint.reader.parse.parse_header`."""
     try:
         if st is None:
             st = os.stat(path)
@@ -262,10 +265,10 @@ def read_shard(path: str, rel: str, st: os.stat_result | None = None) -> ShardRe
     except OSError as e:
         return _unreadable(rel, f"cannot be read ({e.strerror or e})", str(e))
     with open(fd, "rb", buffering=0) as f:
-        return read_header(rel, _LocalFile(f, st.st_size))
+        return read_header(rel, _LocalFile(f, st.st_size), columns)
 
 
-def read_header(rel: str, src: ByteSource) -> ShardRead:
+def read_header(rel: str, src: ByteSource, columns: bool = False) -> ShardRead:
     """Read and validate the header of one safetensors file from ``src`` (local or remote).
 
     Reads ``[0, 8)``, then (for a Git LFS pointer) ``[8, 1024)`` or the header ``[8, 8 + N)``;
@@ -294,7 +297,7 @@ def read_header(rel: str, src: ByteSource) -> ShardRead:
         return res
     if wanted < n:
         raw += b"\0"  # the first byte of the hole
-    parse_header(raw, n, src.size, rel, res)
+    parse_header(raw, n, src.size, rel, res, columns)
     return res
 
 

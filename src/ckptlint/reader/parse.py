@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ckptlint.reader.canonical import fast_validate, scan_clean
+from ckptlint.reader.canonical import fast_validate, scan_columns, tensor_map
 from ckptlint.reader.entries import SERDE_MAX_DEPTH, ShardSpecDeviation, Validator, jtype_int, parse_int
 from ckptlint.reader.layout import report_layout
 from ckptlint.reader.report import HYGIENE, LOAD, ST_JSON, ST_UTF8, shard_finding
@@ -89,22 +89,32 @@ def _invalid_json(res: "ShardRead", rel: str, what: str) -> None:
     res.issues.append(shard_finding(ShardHeaderInvalidJson, rel, what, ST_JSON, hint="re-export this file"))
 
 
-def parse_header(raw: bytes, n: int, size: int, rel: str, res: "ShardRead") -> None:
-    """Parse and validate the ``n`` header bytes ``raw`` of a ``size``-byte file into ``res``."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        res.fatal = res.refused = True
-        res.issues.append(shard_finding(ShardHeaderNotUtf8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
-                                        f"{ST_UTF8}: {_utf8_error(e)}",
-                                        data={"position": e.start}, hint="re-export this file"))
-        return
-    if raw[:1] == b"{":
-        quick = scan_clean(raw, rel)
-        if quick is not None and 8 + n + quick[1] == size:
-            res.tensors, res.info.data_bytes, res.metadata = quick
-            res.info.n_tensors = len(res.tensors)
+def parse_header(raw: bytes, n: int, size: int, rel: str, res: "ShardRead", columns: bool = False) -> None:
+    """Parse and validate the ``n`` header bytes ``raw`` of a ``size``-byte file into ``res``.
+    ``columns``: a clean header's tensors go to ``res.columns`` (names, dtypes, shapes), not to
+    ``res.tensors`` (the shard-reading child process sends columns)."""
+    ascii_only = raw.isascii()  # (then valid UTF-8: the decode below cannot fail, and waits)
+    if not ascii_only:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            res.fatal = res.refused = True
+            res.issues.append(shard_finding(ShardHeaderNotUtf8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
+                                            f"{ST_UTF8}: {_utf8_error(e)}",
+                                            data={"position": e.start}, hint="re-export this file"))
             return
+    if raw[:1] == b"{":
+        quick = scan_columns(raw)
+        if quick is not None and 8 + n + quick[1] == size:
+            cols, res.info.data_bytes, res.metadata = quick
+            res.info.n_tensors = len(cols[0])
+            if columns:
+                res.columns = cols
+            else:
+                res.tensors = tensor_map(*cols, rel)
+            return
+    if ascii_only:
+        text = raw.decode("ascii")
     obj, err = _loads(text)
     if err is not None:
         _invalid_json(res, rel, f"header is not valid JSON: {err}")

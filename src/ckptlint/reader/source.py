@@ -115,7 +115,7 @@ class LocalDir(Source):
         if self._prefetch is not None and self._prefetch.requested == names:
             return  # already started (by start())
         self.close()
-        self._prefetch = prefetch(self.read_one, names, share)
+        self._prefetch = prefetch(self.read_one, names, share, root=self.root)
 
     def start(self) -> None:
         """Start reading every shard header of the directory now, before the caller's own setup
