@@ -12,54 +12,74 @@ files (:mod:`~ckptlint.reader.index`, :mod:`~ckptlint.reader.fileset`), ``CF30x`
 (:mod:`~ckptlint.reader.configs`).
 """
 
-from ckptlint.reader import configs, entries, fileset, header, index, layout, parse
-from ckptlint.reader.header import ShardRead, read_shard
-from ckptlint.reader.loader import (
-    CONFIG_NAME,
-    INDEX_NAME,
-    QUANT_CONFIG_NAME,
-    NotACheckpoint,
-    load_checkpoint,
-    open_path,
-)
-from ckptlint.reader.source import Source
+import importlib
+from typing import TYPE_CHECKING, Any
 
-READER_RULES = (
-    header.ShardTooSmall,
-    header.ShardHeaderTooLarge,
-    header.ShardHeaderBeyondFile,
-    parse.ShardHeaderNotUtf8,
-    parse.ShardHeaderInvalidJson,
-    entries.ShardUnknownDtype,
-    entries.ShardInvalidTensorEntry,
-    entries.ShardInvalidMetadata,
-    layout.ShardInvalidOffsets,
-    layout.ShardTensorSizeMismatch,
-    layout.ShardTensorSizeOverflow,
-    layout.ShardSubByteMisaligned,
-    layout.ShardTruncated,
-    layout.ShardTrailingBytes,
-    layout.ShardDuplicateKey,
-    header.GitLfsPointer,
-    header.ShardUnreadable,
-    entries.ShardSpecDeviation,
-    index.IndexInvalidJson,
-    index.IndexInvalidWeightMap,
-    index.IndexInvalidShardName,
-    fileset.IndexMissingShard,
-    fileset.IndexTensorNotInShard,
-    fileset.TensorInMultipleShards,
-    fileset.TensorNotInIndex,
-    index.IndexTotalSizeMismatch,
-    fileset.UnreferencedShard,
-    fileset.NoSafetensorsWeights,
-    index.IndexInvalidMetadata,
-    index.IndexDuplicateKey,
-    configs.ConfigMissing,
-    configs.ConfigInvalidJson,
-    configs.ConfigNotAnObject,
-    configs.ConfigDuplicateKey,
-)
+if TYPE_CHECKING:  # (for type checkers and editors: at run time these come from __getattr__)
+    from ckptlint.reader.header import ShardRead, read_shard
+    from ckptlint.reader.loader import (CONFIG_NAME, INDEX_NAME, QUANT_CONFIG_NAME, NotACheckpoint,
+                                        load_checkpoint, open_path)
+    from ckptlint.reader.source import Source
+
+# What the package exports, by the submodule that defines it: imported on first use, so that a
+# process that needs one submodule (the shard-reading child needs ckptlint.reader.header) does not
+# import them all.
+_EXPORTS = {"ShardRead": "header", "read_shard": "header", "CONFIG_NAME": "loader", "INDEX_NAME": "loader",
+            "QUANT_CONFIG_NAME": "loader", "NotACheckpoint": "loader", "load_checkpoint": "loader",
+            "open_path": "loader", "Source": "source"}
+
+
+def _reader_rules() -> tuple:
+    from ckptlint.reader import configs, entries, fileset, header, index, layout, parse
+
+    return (
+        header.ShardTooSmall,
+        header.ShardHeaderTooLarge,
+        header.ShardHeaderBeyondFile,
+        parse.ShardHeaderNotUtf8,
+        parse.ShardHeaderInvalidJson,
+        entries.ShardUnknownDtype,
+        entries.ShardInvalidTensorEntry,
+        entries.ShardInvalidMetadata,
+        layout.ShardInvalidOffsets,
+        layout.ShardTensorSizeMismatch,
+        layout.ShardTensorSizeOverflow,
+        layout.ShardSubByteMisaligned,
+        layout.ShardTruncated,
+        layout.ShardTrailingBytes,
+        layout.ShardDuplicateKey,
+        header.GitLfsPointer,
+        header.ShardUnreadable,
+        entries.ShardSpecDeviation,
+        index.IndexInvalidJson,
+        index.IndexInvalidWeightMap,
+        index.IndexInvalidShardName,
+        fileset.IndexMissingShard,
+        fileset.IndexTensorNotInShard,
+        fileset.TensorInMultipleShards,
+        fileset.TensorNotInIndex,
+        index.IndexTotalSizeMismatch,
+        fileset.UnreferencedShard,
+        fileset.NoSafetensorsWeights,
+        index.IndexInvalidMetadata,
+        index.IndexDuplicateKey,
+        configs.ConfigMissing,
+        configs.ConfigInvalidJson,
+        configs.ConfigNotAnObject,
+        configs.ConfigDuplicateKey,
+    )
+
+
+def __getattr__(name: str) -> Any:
+    if name == "READER_RULES":
+        value = _reader_rules()
+    elif name in _EXPORTS:
+        value = getattr(importlib.import_module(f"ckptlint.reader.{_EXPORTS[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONFIG_NAME",
