@@ -93,7 +93,7 @@ def parse_header(raw: bytes, n: int, size: int, rel: str, res: "ShardRead", colu
     """Parse and validate the ``n`` header bytes ``raw`` of a ``size``-byte file into ``res``.
     ``columns``: a clean header's tensors go to ``res.columns`` (names, dtypes, shapes), not to
     ``res.tensors`` (the shard-reading child process sends columns)."""
-    ascii_only = raw.isascii()  # (then valid UTF-8: the decode below cannot fail, and waits)
+    ascii_only = raw.isascii()  # (then valid UTF-8: decoding cannot fail, and waits until the JSON path needs it)
     if not ascii_only:
         try:
             text = raw.decode("utf-8")
