@@ -99,7 +99,8 @@ def parse_header(raw: bytes, n: int, size: int, rel: str, res: "ShardRead", colu
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             res.fatal = res.refused = True
-            res.issues.append(shard_finding(ShardHeaderNotUtf8, rel, f"header is not valid UTF-8 (byte {e.start} of the header)",
+            res.issues.append(shard_finding(ShardHeaderNotUtf8, rel,
+                                            f"header is not valid UTF-8 (byte {e.start} of the header)",
                                             f"{ST_UTF8}: {_utf8_error(e)}",
                                             data={"position": e.start}, hint="re-export this file"))
             return
