@@ -106,6 +106,12 @@ def open_regular(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
     return fd, st
 
 
+def read_package_file(path: str) -> bytes:
+    """The bytes of one of ckptlint's own data files (target and GPU data): no caps, they ship with it."""
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 def read_capped(path: str | os.PathLike[str], cap: int) -> bytes:
     """The bytes of the regular file ``path``, refused (:class:`FileRefused`) when it holds more
     than ``cap`` bytes.

@@ -128,7 +128,8 @@ _MIN_KEYED = {"exact": 1, "exact_or_regex": 1, "suffix": 8, "dotted_path": 16, "
 
 
 def _literal(mode: str, entry: str) -> bool:
-    return mode in _KEYED and not (mode in ("exact_or_regex", "suffix") and entry.startswith("re:"))
+    """Whether ``entry`` of a keyed mode is matched by its key (not a `re:` regex)."""
+    return not (mode in ("exact_or_regex", "suffix") and entry.startswith("re:"))
 
 
 def _key(mode: str, entry: str) -> str:
@@ -165,8 +166,10 @@ class CompiledList:
         self._first: dict[str, int] | None = None
         self._others: list[tuple[int, Predicate | None]] = []
         mode = self.mode
+        if mode not in _KEYED:
+            return
         literal = [_literal(mode, e) for e in self.entries]
-        if mode in _KEYED and sum(literal) >= _MIN_KEYED[mode]:
+        if sum(literal) >= _MIN_KEYED[mode]:
             first: dict[str, int] = {}
             for i, (e, lit) in enumerate(zip(self.entries, literal)):
                 if lit:

@@ -164,8 +164,6 @@ def _write_reports(outcomes: list, fmt: str, output: str | None, extra: list[tup
         common.emit(multi.render(outcomes, f, False), file)
 
 
-
-
 class _Progress:
     """``[12/50] path: 2 releases fail`` on stderr as checkpoints finish: rewritten in place on a
     terminal; elsewhere (a CI log) a line at most every few seconds, and the last one."""

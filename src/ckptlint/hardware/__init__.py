@@ -15,6 +15,7 @@ from typing import Any, Literal
 import msgspec
 
 from ckptlint._ns import NS, wrap
+from ckptlint.fsutil import read_package_file
 
 Level = Literal["native", "fallback", "emulated", "unsupported", "unknown"]
 Gpu = Any  # schema.Gpu or GpuNS
@@ -43,18 +44,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 COMPILED = os.path.join(HERE, "compiled.json")
 
 
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
-
-
 def _digest() -> str:
     """CRC-32 and length of the data files and schema (a change detector: see targets.data_digest)."""
     import zlib
 
     crc = size = 0
     for name in ("gpus.toml", "parallel.toml", "schema.py"):
-        part = name.encode() + b"\0" + _read_bytes(os.path.join(HERE, name)) + b"\0"
+        part = name.encode() + b"\0" + read_package_file(os.path.join(HERE, name)) + b"\0"
         crc = zlib.crc32(part, crc)
         size += len(part)
     return f"crc32:{crc:08x}:{size}"
@@ -63,7 +59,7 @@ def _digest() -> str:
 @lru_cache(maxsize=1)
 def _compiled() -> dict[str, Any] | None:
     try:
-        doc = msgspec.json.decode(_read_bytes(COMPILED))
+        doc = msgspec.json.decode(read_package_file(COMPILED))
     except (OSError, ValueError):  # (msgspec.DecodeError is a ValueError)
         return None
     return doc if isinstance(doc, dict) and doc.get("digest") == _digest() else None
@@ -75,7 +71,7 @@ def validate_gpu_data() -> Any:
 
     from ckptlint.hardware.schema import GpuData
 
-    raw = tomllib.loads(_read_bytes(os.path.join(HERE, "gpus.toml")).decode("utf-8"))
+    raw = tomllib.loads(read_package_file(os.path.join(HERE, "gpus.toml")).decode("utf-8"))
     for key, g in raw.get("gpus", {}).items():
         g["key"] = key
     data = GpuData.model_validate(raw)

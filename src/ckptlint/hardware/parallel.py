@@ -12,7 +12,8 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ckptlint._ns import wrap
-from ckptlint.hardware import HERE, _compiled, _read_bytes
+from ckptlint.fsutil import read_package_file
+from ckptlint.hardware import HERE, _compiled
 from ckptlint.simulate.model import Dim, Placement
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def validate_parallel_data() -> Any:
 
     from ckptlint.hardware.schema import ParallelData
 
-    return ParallelData.model_validate(tomllib.loads(_read_bytes(os.path.join(HERE, "parallel.toml")).decode("utf-8")))
+    return ParallelData.model_validate(tomllib.loads(read_package_file(os.path.join(HERE, "parallel.toml")).decode("utf-8")))
 
 
 @lru_cache(maxsize=1)

@@ -106,9 +106,10 @@ def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | Non
     # again) or not a clean layout
     layouts = list(map(_LAYOUTS.get, zip(map(_DT, values), map(_SH, values))))
     if None in layouts:
-        for key in set(zip(map(_DT, values), map(_SH, values))).difference(_LAYOUTS):
+        keys = list(zip(map(_DT, values), map(_SH, values)))
+        for key in set(keys).difference(_LAYOUTS):
             _LAYOUTS[key] = _parse_layout(*key)
-        layouts = list(map(_LAYOUTS.__getitem__, zip(map(_DT, values), map(_SH, values))))
+        layouts = list(map(_LAYOUTS.__getitem__, keys))
         if None in layouts:
             return None
     offsets = list(map(_OFF, values))

@@ -201,8 +201,6 @@ def _read_dir(ck: Checkpoint, src: Source, names: set[str], st_names: list[str],
     _slim(ck)
 
 
-
-
 def _slim(ck: Checkpoint) -> None:
     """Drop what was only needed to compare the index with the headers."""
     if isinstance(ck.index, dict) and "weight_map" in ck.index:

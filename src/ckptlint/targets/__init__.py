@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-import os
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ckptlint._ns import wrap
+from ckptlint.fsutil import read_package_file
 
 if TYPE_CHECKING:
     from ckptlint.targets.schema import Architecture, TargetData
@@ -85,14 +86,9 @@ def _toml_files() -> list[tuple[str, bytes]]:
     for fw in FRAMEWORKS:
         d = _data_dir(fw)
         if os.path.isdir(d):
-            out += [(f"{fw}/{name}", _read_bytes(os.path.join(d, name))) for name in os.listdir(d)
+            out += [(f"{fw}/{name}", read_package_file(os.path.join(d, name))) for name in os.listdir(d)
                     if name.endswith(".toml")]
     return sorted(out)
-
-
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
 
 
 def data_digest() -> str:
@@ -102,7 +98,7 @@ def data_digest() -> str:
     import zlib
 
     crc = size = 0
-    for name, data in _toml_files() + [("schema.py", _read_bytes(os.path.join(_HERE, "schema.py")))]:
+    for name, data in _toml_files() + [("schema.py", read_package_file(os.path.join(_HERE, "schema.py")))]:
         part = name.encode() + b"\0" + data + b"\0"
         crc = zlib.crc32(part, crc)
         size += len(part)
@@ -122,7 +118,7 @@ class _Compiled(msgspec.Struct):
 def _compiled() -> _Compiled | None:
     """The validated, merged target data (``python -m ckptlint.targets.compile``), if current."""
     try:
-        doc = msgspec.json.decode(_read_bytes(os.path.join(DATA_DIR, COMPILED)), type=_Compiled)
+        doc = msgspec.json.decode(read_package_file(os.path.join(DATA_DIR, COMPILED)), type=_Compiled)
     except (OSError, ValueError):  # (msgspec.DecodeError and ValidationError are ValueErrors)
         return None
     return doc if doc.digest == data_digest() else None
