@@ -251,9 +251,10 @@ def measure_checkpoint(path: Path, reps: int, warmup: int, log) -> dict[str, Any
 
 
 def measure_startup(reps: int, warmup: int) -> dict[str, Any]:
-    # Besides the two compared, for the record: what the console script's wrapper adds (pip's
-    # generated script runs `import re` before importing ckptlint; uv's does not), and ckptlint's own
-    # entry point without any wrapper.
+    # Besides the two compared, for the record: what the console script's wrapper adds (the script
+    # pip before 25.2 generates runs `import re` before importing ckptlint; pip 25.2+ and uv's do
+    # not: the README's install commands upgrade pip first), and ckptlint's own entry point without
+    # any wrapper.
     cmds = {"python_pass": [PY, "-c", "pass"], "ckptlint_version": ckptlint_cmd() + ["--version"],
             "python_import_re": [PY, "-c", "import re"],
             "entry_version": [PY, "-c", "from ckptlint._entry import main; main()", "--version"]}
@@ -270,6 +271,12 @@ def measure_startup(reps: int, warmup: int) -> dict[str, Any]:
     out["ratio"] = out["ckptlint_version"]["median_s"] / base
     out["import_re_ratio"] = out["python_import_re"]["median_s"] / base
     out["entry_ratio"] = out["entry_version"]["median_s"] / base
+    script = ckptlint_cmd()[0]
+    try:
+        with open(script, encoding="utf-8", errors="replace") as f:
+            out["wrapper_imports_re"] = "import re" in f.read(4096)
+    except OSError:
+        out["wrapper_imports_re"] = None
     return out
 
 
@@ -404,9 +411,10 @@ def fmt_table(results: dict[str, Any]) -> str:
         lines.append("")
         lines.append(f"startup: python -c pass {st['python_pass']['median_s'] * 1000:.1f} ms, "
                      f"ckptlint --version {st['ckptlint_version']['median_s'] * 1000:.1f} ms "
-                     f"(ratio {st['ratio']:.2f}); python -c 'import re' (what pip's console-script wrapper "
-                     f"adds) {st['import_re_ratio']:.2f}, ckptlint's entry point without a wrapper "
-                     f"{st['entry_ratio']:.2f}")
+                     f"(ratio {st['ratio']:.2f}; the console script "
+                     f"{'imports re (pip < 25.2)' if st.get('wrapper_imports_re') else 'does not import re'}); "
+                     f"python -c 'import re' (what pip < 25.2's console-script wrapper adds) "
+                     f"{st['import_re_ratio']:.2f}, ckptlint's entry point without a wrapper {st['entry_ratio']:.2f}")
     if results.get("acceptance"):
         lines.append("")
         lines.append(f"acceptance targets (scale {results['scale']}"
