@@ -143,3 +143,41 @@ def test_child_reads_columns_and_the_parent_rebuilds_the_same_shard(tmp_path):
         rebuilt = parallel._unpack(parallel._pack(cols), shard.name)
         assert rebuilt.tensors == serial.tensors and list(rebuilt.tensors) == list(serial.tensors)
         assert rebuilt.info == serial.info and rebuilt.metadata == serial.metadata
+
+
+def test_results_travel_through_shared_memory_or_the_pipe(tmp_path, monkeypatch, forced):
+    """The child's results come back through the shared mapping when it fits them, else through the
+    pipe (results larger than the mapping, or no mapping at all): the same checkpoint either way."""
+    path = _checkpoint(tmp_path, broken=False)
+    monkeypatch.setenv("CKPTLINT_JOBS", "1")
+    serial = _snapshot(load_checkpoint(path))
+    monkeypatch.setenv("CKPTLINT_JOBS", "2")
+    messages: list[bytes] = []
+    real = parallel._received
+
+    def seen(msg, area):
+        messages.append(msg[:1])
+        return real(msg, area)
+
+    monkeypatch.setattr(parallel, "_received", seen)
+    assert _snapshot(load_checkpoint(path)) == serial
+    monkeypatch.setattr(parallel, "SHARED_CAP", 64)  # smaller than the results: the pipe
+    assert _snapshot(load_checkpoint(path)) == serial
+    monkeypatch.setattr(parallel, "_shared_area", lambda: None)  # no mapping: the pipe
+    assert _snapshot(load_checkpoint(path)) == serial
+    assert messages == [parallel._IN_AREA, parallel._INLINE, parallel._INLINE]
+    assert len(forced) == 3 * int(8 * parallel.CHILD_SHARE)  # every run used all the child read
+
+
+def test_a_garbled_result_message_falls_back_to_a_serial_read(tmp_path, monkeypatch, forced):
+    path = _checkpoint(tmp_path, broken=False)
+    monkeypatch.setenv("CKPTLINT_JOBS", "1")
+    serial = _snapshot(load_checkpoint(path))
+    monkeypatch.setenv("CKPTLINT_JOBS", "2")
+    real = parallel._sent
+    # a length beyond the mapping, then a message of neither kind
+    for garble in (lambda data, area: (real(data, area), parallel._IN_AREA + (1 << 40).to_bytes(8, "little"))[1],
+                   lambda data, area: b"?" + data):
+        monkeypatch.setattr(parallel, "_sent", garble)
+        assert _snapshot(load_checkpoint(path)) == serial
+    assert forced == []
