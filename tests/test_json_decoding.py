@@ -107,4 +107,19 @@ def test_a_large_index_keeps_no_text_and_parses_the_same():
         assert capped.duplicates == full.duplicates, raw
         # only the plain index needs no string; every other case went through Python's json
         assert capped.text == (None if raw is _RAW_CASES[0] else full.text), raw
-    assert parse_json_bytes(_RAW_CASES[0], text_cap=len(_RAW_CASES[0])).text == _RAW_CASES[0].decode()
+        assert capped.ascii_bytes is None, raw  # above the cap nothing is kept for locating findings
+    # up to the cap an ASCII file keeps its bytes, decoded only when a finding is pointed at it
+    kept = parse_json_bytes(_RAW_CASES[0], text_cap=len(_RAW_CASES[0]))
+    assert kept.text is None and kept.ascii_bytes == _RAW_CASES[0]
+
+
+def test_texts_decode_ascii_bytes_on_first_use():
+    from ckptlint.checkpoint import Texts
+
+    texts = Texts({"config.json": "{}"})
+    texts["model.safetensors.index.json"] = b'{"weight_map": {}}'
+    assert texts.length("model.safetensors.index.json") == 18
+    assert dict.__getitem__(texts, "model.safetensors.index.json") == b'{"weight_map": {}}'  # not decoded yet
+    assert texts.get("model.safetensors.index.json") == '{"weight_map": {}}'
+    assert type(dict.__getitem__(texts, "model.safetensors.index.json")) is str  # decoded once, kept
+    assert texts["config.json"] == "{}" and texts.get("missing") is None and texts.length("missing") is None

@@ -29,6 +29,8 @@ INDEX_CAP = 256 * MIB
 class JsonRead:
     obj: Any = None
     text: str | None = None
+    # an ASCII file read with a ``text_cap`` that kept it: its bytes instead of ``text`` (see Texts)
+    ascii_bytes: bytes | None = None
     error: str | None = None  # why the file could not be read or parsed
     unreadable: bool = False  # the error is an I/O error, not bad JSON
     refused: bool = False  # not read: larger than ckptlint reads
@@ -60,12 +62,16 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = (), text_cap: int | N
     ``shards`` (for an index: the shard files present) lets an index of the usual form, with
     only ``weight_map`` and ``metadata`` and every value one of those names, be decoded with the
     values checked against them and shared (one string per shard, not one per tensor); any
-    other index is decoded like every JSON file. ``text_cap``: an ASCII file of more bytes keeps
-    no ``text`` (which is kept only to point findings at a line), and is not decoded to a string
-    unless the JSON path needs one (a 1,000,000-tensor index is ~100 MB)."""
+    other index is decoded like every JSON file. ``text_cap``: an ASCII file is not decoded to a
+    string unless the JSON path needs one, and keeps its bytes as ``ascii_bytes`` (for pointing
+    findings at a line, :class:`ckptlint.checkpoint.Texts`) only up to that size (a
+    1,000,000-tensor index is ~100 MB)."""
     out = JsonRead()
     text: str | None = None
-    if text_cap is None or len(raw) <= text_cap or not raw.isascii():
+    if text_cap is not None and raw.isascii():
+        if len(raw) <= text_cap:
+            out.ascii_bytes = raw
+    else:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:

@@ -207,8 +207,8 @@ def _slim(ck: Checkpoint) -> None:
         wm = ck.index["weight_map"]
         ck.index = {k: v for k, v in ck.index.items() if k != "weight_map"}
         ck.index["weight_map_entries"] = len(wm) if isinstance(wm, dict) else None
-    text = ck.texts.get(INDEX_NAME)
-    if text is not None and len(text) > MAX_KEPT_TEXT:
+    length = ck.texts.length(INDEX_NAME)
+    if length is not None and length > MAX_KEPT_TEXT:
         del ck.texts[INDEX_NAME]
 
 
