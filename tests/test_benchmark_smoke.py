@@ -53,6 +53,18 @@ def test_top_level_fields(results: dict) -> None:
     assert len(names) == 6 and all(isinstance(a["pass"], bool) for a in results["acceptance"])
 
 
+def test_million_is_compared_with_deepseek_in_the_same_loop(results: dict) -> None:
+    """The DeepSeek-V3 check runs in the million-tensor checkpoint's loop, and the 10x target uses
+    that pair (a machine whose speed drifts between the two checkpoints' loops cannot skew it)."""
+    mi, ds = results["checkpoints"]["million"], results["checkpoints"]["deepseek"]
+    pr = mi["ckptlint_paired"]
+    assert pr["checkpoint"] == "deepseek" and pr["exit_codes"] == [0] and len(pr["runs_s"]) == 1
+    assert "ckptlint_paired" not in ds
+    (target,) = [a for a in results["acceptance"] if a["target"].startswith("million: ckptlint <= 10x")]
+    assert target["target"].endswith("(same loop)")
+    assert target["measured"] == round(mi["ckptlint"]["median_s"] / pr["median_s"], 2)
+
+
 @pytest.mark.parametrize("name", ["deepseek", "kimi", "million"])
 def test_checkpoint_entry(results: dict, name: str) -> None:
     r = results["checkpoints"][name]
