@@ -8,8 +8,7 @@ does not name, and a directory with no safetensors weights at all.
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import repeat
-from operator import eq
+from operator import contains
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ckptlint.findings import Consequence, Finding
@@ -335,18 +334,21 @@ def _not_indexed(ck: "Checkpoint", weight_map: dict[str, str]) -> None:
 
 
 def index_matches(weight_map: dict[str, str], reads: dict[str, "ShardRead"]) -> bool:
-    """True when every tensor of every read shard is mapped to that shard (C-level loops: no
-    dict is built; measured faster than comparing whole dicts at 92,000 and 1,000,000 tensors).
+    """True when every ``weight_map`` entry names a read shard that holds that tensor, and the read
+    shards hold as many tensors as ``weight_map`` has entries: then the index and the headers agree
+    exactly (each header tensor is one entry). Shards that were not read fail the lookup; a tensor
+    in two shards, or a missing entry, fails the count; the slow comparison sorts that out.
 
-    With as many index entries as distinct tensors, that makes weight_map and the headers agree
-    exactly. Shards that were not read have no tensors, so any index entry for them fails the
-    count unless a tensor is missing elsewhere too; the slow comparison sorts that out.
+    Walks the index in its own order and looks each name up in its shard's tensor map (C-level
+    loops, no dict built): those maps are small and an index lists a shard's tensors mostly
+    together, so the lookups stay in cache, where looking every header name up in ``weight_map``
+    (one dict of every tensor) missed it on almost every name: 12-23 ms against 37-46 ms at
+    DeepSeek-V3 scale, 154-158 ms against 582-618 ms for 1,000,000 tensors (fresh processes).
     """
-    get = weight_map.get
-    total = 0
-    for s, r in reads.items():
-        st = r.tensors
-        total += len(st)
-        if st and not all(map(eq, repeat(s), map(get, st))):
+    maps = {s: r.tensors for s, r in reads.items()}
+    try:
+        if not all(map(contains, map(maps.__getitem__, weight_map.values()), weight_map)):
             return False
-    return total == len(weight_map)
+    except (KeyError, TypeError):  # a shard that was not read (or a value that names none)
+        return False
+    return sum(map(len, maps.values())) == len(weight_map)
