@@ -358,13 +358,20 @@ def acceptance(results: dict[str, Any]) -> list[dict[str, Any]]:
     cks = results["checkpoints"]
     out = []
 
-    def add(name: str, measured: Any, limit: Any, ok: bool) -> None:
-        out.append({"target": name, "measured": measured, "limit": limit, "pass": bool(ok)})
+    def add(name: str, measured: Any, limit: Any, ok: bool, **also: Any) -> None:
+        out.append({"target": name, "measured": measured, "limit": limit, "pass": bool(ok), **also})
 
     ds = cks.get("deepseek")
     if ds:
         c, f = ds["ckptlint"]["median_s"], ds["floor"]["median_s"]
-        add("deepseek: ckptlint <= 2.5x floor", round(c / f, 2), 2.5, c <= 2.5 * f)
+        # On a machine whose speed drifts the ratio of medians moves with it; two readings that
+        # drift less, for the record (the verdict stays the ratio of medians): the median of the
+        # ratios of each round's runs (the two commands run one after the other), and the ratio of
+        # the quickest runs.
+        per_rep = [a / b for a, b in zip(ds["ckptlint"]["runs_s"], ds["floor"]["runs_s"])]
+        add("deepseek: ckptlint <= 2.5x floor", round(c / f, 2), 2.5, c <= 2.5 * f,
+            per_round_median=round(statistics.median(per_rep), 2),
+            quickest=round(ds["ckptlint"]["min_s"] / ds["floor"]["min_s"], 2))
         add("deepseek: ckptlint wall < 1 s", round(c, 3), 1.0, c < 1.0)
         rss = _peak_kib(ds["ckptlint"]) * 1024
         add("deepseek: ckptlint peak RSS <= 150 MiB", round(rss / MIB, 1), 150, rss <= 150 * MIB)
@@ -436,8 +443,11 @@ def fmt_table(results: dict[str, Any]) -> str:
         lines.append(f"acceptance targets (scale {results['scale']}"
                      + ("; only meaningful at full scale" if results["scale"] != "full" else "") + "):")
         for a in results["acceptance"]:
+            extra = ""
+            if "per_round_median" in a:
+                extra = (f"; per round: median {a['per_round_median']}, quickest runs: {a['quickest']}")
             lines.append(f"  [{'PASS' if a['pass'] else 'FAIL'}] {a['target']}: measured {a['measured']} "
-                         f"(limit {a['limit']})")
+                         f"(limit {a['limit']}{extra})")
     return "\n".join(lines)
 
 

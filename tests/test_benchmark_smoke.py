@@ -51,6 +51,10 @@ def test_top_level_fields(results: dict) -> None:
     assert any(r["module"].startswith("ckptlint") for r in ip["top_cumulative"])
     names = {a["target"] for a in results["acceptance"]}
     assert len(names) == 6 and all(isinstance(a["pass"], bool) for a in results["acceptance"])
+    (ratio,) = [a for a in results["acceptance"] if a["target"] == "deepseek: ckptlint <= 2.5x floor"]
+    ds = results["checkpoints"]["deepseek"]
+    assert ratio["quickest"] == round(ds["ckptlint"]["min_s"] / ds["floor"]["min_s"], 2)
+    assert ratio["per_round_median"] == round(ds["ckptlint"]["runs_s"][0] / ds["floor"]["runs_s"][0], 2)  # 1 rep
 
 
 def test_million_is_compared_with_deepseek_in_the_same_loop(results: dict) -> None:
