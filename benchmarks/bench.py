@@ -425,10 +425,11 @@ def fmt_table(results: dict[str, Any]) -> str:
     for name, r in results["checkpoints"].items():
         pr = r.get("ckptlint_paired")
         if pr:
+            own = results["checkpoints"][pr["checkpoint"]]["ckptlint"]["median_s"]  # measured in its own loop
             lines.append("")
             lines.append(f"{name} / {pr['checkpoint']} in the same loop: ckptlint {r['ckptlint']['median_s']:.3f} s / "
                          f"{pr['median_s']:.3f} s = {r['ckptlint']['median_s'] / pr['median_s']:.2f} "
-                         f"({pr['checkpoint']} measured in its own loop: {results['checkpoints'].get(pr['checkpoint'], {}).get('ckptlint', {}).get('median_s', float('nan')):.3f} s)")
+                         f"({pr['checkpoint']} measured in its own loop: {own:.3f} s)")
     st = results.get("startup")
     if st:
         lines.append("")
