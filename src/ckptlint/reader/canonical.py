@@ -71,7 +71,7 @@ def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | Non
     columns, the end of its data buffer and its metadata.
 
     Taken only for headers that start with ``{``, contain no backslash (so no escape, no lone
-    surrogate, and no quote inside a string: every ``":`` in the bytes ends a key) and no ``-0``
+    surrogate, and no quote inside a string) and no ``-0``
     (which serde reads as a float). The decode checks the JSON and every entry's fields and
     integer types; counting the keys in the bytes then proves there was no repeated name or field
     (a JSON decoder keeps the last copy). The checks of :func:`fast_validate` follow on whole
@@ -79,7 +79,9 @@ def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | Non
     per-tensor Python code runs. None means "not clean, or not sure": the JSON path decides (and
     reports).
     """
-    if raw[:1] != b"{" or b"\\" in raw or b"-0" in raw:
+    # (a dash is rare in a header: one byte's search, a memchr, rules most headers out of the
+    # two-byte search for "-0", which costs as much as a tenth of the decode)
+    if raw[:1] != b"{" or b"\\" in raw or (b"-" in raw and b"-0" in raw):
         return None
     meta: dict[str, str] | None = None
     body = raw
@@ -97,9 +99,12 @@ def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | Non
     except _DECODE_ERRORS:
         return None
     count = len(entries)
-    # Without a backslash no string holds a quote, so every '":' in the bytes ends a key: exactly
-    # four per entry (its name and three fields) unless a name or a field was repeated.
-    if not count or "__metadata__" in entries or body.count(b'":') != 4 * count:
+    # Every member of an object has one ':' after its key, and no number holds one: the colons in
+    # the bytes are the entries' members (each entry: its name and at least its three fields, more
+    # if one was repeated) plus any inside a name. Exactly four per entry therefore proves no
+    # repeated name or field (a colon inside a name only sends the header to the JSON path).
+    # (A one-byte count: about half the time of counting '":'.)
+    if not count or "__metadata__" in entries or body.count(b":") != 4 * count:
         return None
     values = entries.values()
     # one lookup per tensor; None: a (dtype, shape) not seen before (computed once, then looked up
