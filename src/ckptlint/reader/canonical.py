@@ -73,14 +73,14 @@ def scan_columns(raw: bytes) -> tuple[Columns, int, dict[str, str] | None] | Non
     Taken only for headers that start with ``{``, contain no backslash (so no escape, no lone
     surrogate, and no quote inside a string) and no ``-0``
     (which serde reads as a float). The decode checks the JSON and every entry's fields and
-    integer types; counting the keys in the bytes then proves there was no repeated name or field
+    integer types; counting the colons in the bytes then proves there was no repeated name or field
     (a JSON decoder keeps the last copy). The checks of :func:`fast_validate` follow on whole
     columns (known dtype, byte lengths, offsets contiguous from 0 in file order), so no
     per-tensor Python code runs. None means "not clean, or not sure": the JSON path decides (and
     reports).
     """
     # (a dash is rare in a header: one byte's search, a memchr, rules most headers out of the
-    # two-byte search for "-0", which costs as much as a tenth of the decode)
+    # two-byte search for "-0", which costs about a fifth of the decode)
     if raw[:1] != b"{" or b"\\" in raw or (b"-" in raw and b"-0" in raw):
         return None
     meta: dict[str, str] | None = None

@@ -163,8 +163,9 @@ class IndexDuplicateKey(ReaderRule):
 def read_index(ck: "Checkpoint", jr: JsonRead) -> dict[str, str] | None:
     """Record the parsed index in ``ck`` and return its usable ``weight_map`` (None: frameworks
     cannot use the index; every shard of the directory is read instead)."""
-    if jr.text is not None or jr.ascii_bytes is not None:
-        ck.texts[INDEX_NAME] = jr.text if jr.text is not None else jr.ascii_bytes
+    held = jr.text if jr.text is not None else jr.ascii_bytes
+    if held is not None:
+        ck.texts[INDEX_NAME] = held
     if jr.error is not None:
         effect = "not read" if jr.refused else "frameworks fail to read the shard list"
         ck.issues.append(file_finding(IndexInvalidJson, LOAD, INDEX_NAME,
