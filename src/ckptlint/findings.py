@@ -66,6 +66,9 @@ class Finding:
     error_text: str | None = None
     assumptions: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    # The part of ``hint`` (its end, written " (NOTE)") that applies alike to many findings: the text
+    # report prints it once, as a note; every other format keeps ``hint`` whole.
+    hint_note: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity is None:

@@ -105,8 +105,12 @@ class QuantizationMismatch(Rule):
                 data = {"direction": first.direction, "matched_entry": d.entry}
             yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
                                file=first.shard.tensors[0].file if first.shard.tensors else None,
-                               hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
+                               hint=hint, hint_note=KEEP_NOTE if hint and f"({KEEP_NOTE})" in hint else None,
+                               error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
                                data=data)
+
+
+KEEP_NOTE = "keep the checkpoint-named entries for frameworks that use them"
 
 
 def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], str]:
@@ -131,4 +135,4 @@ def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], 
         return adds, f"add {', '.join(rules)} to `quantization_config.dynamic` (a `-:` rule is re.match'ed against the layer name)"
     section = "quantization_config" if where == "config.json" else "quantization"
     return adds, (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `{section}.{key}`"
-                  + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
+                  + (f" ({KEEP_NOTE})" if ckpt_named else ""))
