@@ -5,9 +5,7 @@ are resolved from them."""
 import contextlib
 import functools
 import inspect as _inspect
-import operator
 import os
-import re
 import sys
 from enum import Enum
 from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
@@ -46,6 +44,14 @@ class FailOn(str, Enum):
     error = "error"
     warning = "warning"
     info = "info"
+
+
+class NoVerdict(str, Enum):
+    """What a release with no verdict (not simulated, newer than the target data, container only) does
+    to the exit code."""
+
+    fail = "fail"
+    pass_ = "pass"
 
 
 class Platform(str, Enum):
@@ -263,14 +269,14 @@ def targets(specs: list[str] | None):
     framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,
     ``sglang``), a spec may bound the verified releases of a framework: ``vllm>=0.24``,
     ``sglang>=0.5.9,<0.5.20`` (operators ``>=``, ``>``, ``<=``, ``<``)."""
-    from ckptlint.targets import TargetError, newest_targets, resolve
+    from ckptlint.targets import TargetError, newest_targets, resolve_spec
 
     if not specs:
         return newest_targets()
     out, seen = [], set()
     for spec in specs:
         try:
-            for t in (_range(spec) if _RANGE.match(spec) else resolve(spec)):
+            for t in resolve_spec(spec):
                 if t.id not in seen:
                     seen.add(t.id)
                     out.append(t)
@@ -279,29 +285,19 @@ def targets(specs: list[str] | None):
     return out
 
 
-_RANGE = re.compile(r"^\s*([A-Za-z_-]+)\s*([<>]=?.*)$")
-_BOUND = re.compile(r"^\s*([<>]=?)\s*([0-9][0-9A-Za-z.+]*)\s*$")
-_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+def range_notes(specs: list[str] | None) -> list[str]:
+    """What each range among ``specs`` leaves out (:func:`ckptlint.targets.range_note`)."""
+    from ckptlint.targets import TargetError, range_note, resolve_spec
 
-
-def _range(spec: str):
-    """The verified releases of a framework within bounds (``vllm>=0.24,<0.33``)."""
-    from ckptlint.targets import TargetError, parse_version, resolve
-
-    m = _RANGE.match(spec)
-    assert m is not None
-    bounds = []
-    for part in m.group(2).split(","):
-        b = _BOUND.match(part)
-        if not b:
-            raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK, FRAMEWORK==VERSION or bounds "
-                              "such as FRAMEWORK>=VERSION,<VERSION")
-        bounds.append((_OPS[b.group(1)], parse_version(b.group(2))))
-    chosen = [t for t in resolve(m.group(1))
-              if all(op(parse_version(t.id.partition("==")[2]), v) for op, v in bounds)]
-    if not chosen:
-        raise TargetError(f"no verified release matches {spec!r} (see `ckptlint targets`)")
-    return chosen
+    out = []
+    for spec in specs or []:
+        try:
+            note = range_note(spec, resolve_spec(spec))
+        except TargetError:
+            continue
+        if note and note not in out:
+            out.append(note)
+    return out
 
 
 def settings(path: str | None, shared: SharedArgs):

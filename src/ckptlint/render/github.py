@@ -63,10 +63,19 @@ def annotation(f: Finding, a: Anchor, paths: ArtifactPaths) -> str:
 
 
 def annotations(report: Report) -> list[tuple[int, str]]:
-    """Every finding's annotation as (severity rank, workflow command), in report order."""
+    """Every finding's annotation as (severity rank, workflow command), in report order, then a
+    warning for each release with no verdict (ckptlint.verdict: it is not "loads")."""
+    from ckptlint.verdict import NO_VERDICT, verdicts
+
     paths = ArtifactPaths(report.checkpoint.root)
     locs = Locators(report.checkpoint.texts)
-    return [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]
+    out = [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]
+    for v in verdicts(report):
+        if v.status == NO_VERDICT and v.no_verdict is not None:
+            title = escape_property(clean(f"ckptlint no verdict ({v.target})"))
+            out.append((Severity.WARNING.rank,
+                        f"::warning title={title}::{escape_data(clean(v.label + ': ' + v.no_verdict[1]))}"))
+    return out
 
 
 def report_text(report: Report) -> str:
