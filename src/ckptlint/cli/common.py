@@ -338,9 +338,19 @@ def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fracti
     c = cfg.config
     tp = shared.tp or c.tp or 1
     gpu, ep = validate(shared.gpu, tp, shared.ep)
+    platform = shared.platform.value if shared.platform else c.platform
+    if gpu is not None and platform is not None:
+        from ckptlint.deployment import _platform_of
+        from ckptlint.hardware import get_gpu
+
+        g = get_gpu(gpu)
+        if g is not None and _platform_of(g) != platform:
+            where = "--platform" if shared.platform else f"platform = {platform!r} in {cfg.label}"
+            usage_error(f"--gpu {shared.gpu} is a {_platform_of(g)} GPU and {where} says {platform}: "
+                        "give one of them, or a GPU of that platform (`ckptlint gpus`)")
     stated = shared.gpu is not None or shared.tp is not None or c.tp is not None
     return Deployment(speculative=shared.speculative if shared.speculative is not None else c.speculative,
-                      platform=shared.platform.value if shared.platform else c.platform, tp=tp, gpu=gpu, ep=ep,
+                      platform=platform, tp=tp, gpu=gpu, ep=ep,
                       dp_attention=shared.dp_attention,
                       shared_experts_fusion=False if shared.disable_shared_experts_fusion else None,
                       memory_check=memory and stated, kv_cache_fraction=kv_cache_fraction)
@@ -353,9 +363,25 @@ def newest_sglang():
     return next(t for t in newest_targets() if t.framework == "sglang")
 
 
-def one_target(target: str | None, cfg, command: str, *, default_newest: bool = False):
-    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it
-    names one, else (``default_newest``) the newest verified SGLang release, said on stderr."""
+def fix_targets(specs: list[str] | None, cfg):
+    """The releases ``fix`` makes one edit for: the ``--target`` specs (ranges and several allowed),
+    else the config's ``target``; neither is a usage error."""
+    specs = specs or cfg.config.target or []
+    if not specs:
+        usage_error("fix needs --target (FRAMEWORK==VERSION, FRAMEWORK or a range such as 'vllm>=0.24'), "
+                    "or a target in the settings file")
+    return targets(specs)
+
+
+def one_target(target: "str | list[str] | None", cfg, command: str, *, default_newest: bool = False):
+    """The single release ``plan`` works on: --target, else the config's ``target`` if it names
+    one, else (``default_newest``) the newest verified SGLang release, said on stderr. ``--target``
+    given more than once is a usage error (rather than silently using the last)."""
+    if isinstance(target, list):
+        if len(target) > 1:
+            usage_error(f"{command} takes one release, --target was given {len(target)} times "
+                        f"({', '.join(target)}): run {command} once per release")
+        target = target[0] if target else None
     specs = [target] if target else (cfg.config.target or [])
     if not specs and default_newest:
         release = newest_sglang()
