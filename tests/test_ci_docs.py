@@ -67,6 +67,8 @@ def _expand(text: str, inputs: dict[str, str], env: dict[str, str], steps: dict[
             return inputs[expr[len("inputs."):]]
         if expr == "runner.temp":
             return env["RUNNER_TEMP"]
+        if expr == "github.action_path":
+            return env["GITHUB_ACTION_PATH"]
         s = re.fullmatch(r"steps\.(\w+)\.outputs\.([\w-]+)", expr)
         if s:
             return steps.get(s.group(1), {}).get(s.group(2), "")
