@@ -215,3 +215,37 @@ def test_platform_contradicting_gpu_is_a_usage_error(capsys, command):
     code, _, err = cli_run(capsys, "check", str(FIXED), "-t", "sglang==0.5.15", "--platform", "rocm",
                            "--gpu", "mi355x", "--isolated", "-q")
     assert code == 0, err
+
+
+# --- help ---------------------------------------------------------------------------------------------
+
+def test_check_help_is_grouped_with_examples_and_exit_codes(capsys):
+    from ckptlint.cli.common import PANEL_ORDER
+
+    code, out, _ = cli_run(capsys, "check", "--help")
+    assert code == 0
+    heads = [line[:-1] for line in out.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+    assert [h for h in heads if h in PANEL_ORDER] == list(PANEL_ORDER)
+    assert "<str>" not in out and "<int" not in out and "<float" not in out
+    section = {}
+    current = None
+    for line in out.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            current = line[:-1]
+        elif current and line.strip().startswith("-"):
+            section.setdefault(line.split()[0].rstrip(","), current)
+    assert section["-t"] == "Targets" and section["--gpu"] == "Deployment" and section["--baseline"] == "CI"
+    assert section["--no-verdict"] == "CI" and section["-f"] == "Output" and section["--config"] == "Input"
+    assert section["--select"] == "Rules"
+    assert "Examples:" in out and "ckptlint check ./ckpt -t sglang==0.5.15 -t 'vllm>=0.24'" in out
+    exits = out[out.index("Exit codes:"):]
+    for n in "0123":
+        assert f"\n    {n}  " in exits
+    assert "--version" in out and "--debug" in out
+
+
+def test_global_options_are_listed(capsys):
+    code, out, _ = cli_run(capsys, "--help")
+    assert code == 0 and "--version" in out and "--debug" in out and "Exit codes" in out
+    code, out, _ = cli_run(capsys, "--version", "check")
+    assert code == 0 and out.startswith("ckptlint ")

@@ -104,17 +104,58 @@ def Argument(*args: Any, **kwargs: Any) -> Decl:
     return Decl("Argument", args, kwargs)
 
 
+# How ``--help`` groups the options of every command (typer's ``rich_help_panel``, which
+# :class:`HelpCommand` also honours in plain help) and what it calls their values (instead of
+# ``<str>``). Kept here, by option name, rather than in each declaration: one table for every command.
+PANEL_ORDER = ("Input", "Targets", "Deployment", "Rules", "Output", "CI")
+_PANEL_OF = {
+    **dict.fromkeys(("--config", "--isolated", "--endpoint", "--module"), "Input"),
+    **dict.fromkeys(("--target", "--from", "--to"), "Targets"),
+    **dict.fromkeys(("--speculative", "--platform", "--tp", "--gpu", "--ep", "--dp-attention",
+                     "--disable-shared-experts-fusion", "--kv-cache-fraction", "--reserve-gib"), "Deployment"),
+    **dict.fromkeys(("--select", "--ignore", "--extend-select"), "Rules"),
+    **dict.fromkeys(("--format", "--output", "--report", "--color", "--quiet", "--diff", "--write", "--backup",
+                     "--force"), "Output"),
+    **dict.fromkeys(("--fail-on", "--no-verdict", "--baseline", "--write-baseline"), "CI"),
+}
+_METAVAR = {"--target": "SPEC", "--from": "RELEASE", "--to": "RELEASE", "--select": "RULE", "--ignore": "RULE",
+            "--extend-select": "RULE", "--output": "FILE", "--report": "FORMAT:FILE", "--baseline": "FILE",
+            "--write-baseline": "FILE", "--gpu": "GPU", "--config": "FILE", "--endpoint": "URL", "--tp": "N",
+            "--ep": "N", "--kv-cache-fraction": "F", "--module": "TEXT", "--reserve-gib": "GIB"}
+
+
+def _help_settings(words: tuple) -> dict[str, str]:
+    first = next((w.partition("/")[0] for w in words if isinstance(w, str) and w.startswith("--")), None)
+    out = {}
+    if first in _PANEL_OF:
+        out["rich_help_panel"] = _PANEL_OF[first]
+    if first in _METAVAR:
+        out["metavar"] = _METAVAR[first]
+    return out
+
+
 def to_typer(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` with every :class:`Decl` in its parameters' annotations made into typer's object."""
+    """``func`` with every :class:`Decl` in its parameters' annotations made into typer's object,
+    and every option given its help panel and value name (``_PANEL_OF``, ``_METAVAR``)."""
     import typer
 
     sig = _inspect.signature(func)
 
+    def make(m: Any) -> Any:
+        if isinstance(m, Decl):
+            extra = _help_settings(m.args) if m.kind == "Option" else {}
+            return getattr(typer, m.kind)(*m.args, **{**extra, **m.kwargs})
+        if isinstance(m, typer.models.OptionInfo):
+            for k, v in _help_settings((m.default, *(m.param_decls or ()))).items():
+                if getattr(m, k, None) is None:
+                    setattr(m, k, v)
+        return m
+
     def convert(ann: Any) -> Any:
         meta = getattr(ann, "__metadata__", ())
-        if not any(isinstance(m, Decl) for m in meta):
+        if not any(isinstance(m, (Decl, typer.models.OptionInfo)) for m in meta):
             return ann
-        made = tuple(getattr(typer, m.kind)(*m.args, **m.kwargs) if isinstance(m, Decl) else m for m in meta)
+        made = tuple(make(m) for m in meta)
         return Annotated[(ann.__origin__, *made)]  # type: ignore[valid-type]
 
     params = [p.replace(annotation=convert(p.annotation)) for p in sig.parameters.values()]
@@ -127,6 +168,43 @@ def to_typer(func: Callable[..., Any]) -> Callable[..., Any]:
     command.__annotations__ = {p.name: p.annotation for p in params}
     del command.__wrapped__  # typer reads the signature above, not func's
     return command
+
+
+def help_command_class():
+    """typer's command class with ``--help`` grouped into the panels of ``PANEL_ORDER`` in plain text
+    too (typer groups by ``rich_help_panel`` only in its rich output, which this CLI turns off)."""
+    from typer.core import TyperCommand
+
+    class HelpCommand(TyperCommand):
+        def format_options(self, ctx, formatter) -> None:
+            args: list = []
+            panels: dict[str, list] = {}
+            for param in self.get_params(ctx):
+                rv = param.get_help_record(ctx)
+                if rv is None:
+                    continue
+                if param.param_type_name == "argument":
+                    args.append(rv)
+                else:
+                    panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(rv)
+            if args:
+                with formatter.section("Arguments"):
+                    formatter.write_dl(args)
+            order = {p: i for i, p in enumerate(PANEL_ORDER)}
+            for name in sorted(panels, key=lambda p: order.get(p, len(order))):
+                with formatter.section(name):
+                    formatter.write_dl(panels[name])
+
+    return HelpCommand
+
+
+EXIT_CODES_HELP = (
+    "\b\nExit codes:\n"
+    "  0  nothing at or above --fail-on, and a verdict on every release\n"
+    "  1  findings at or above --fail-on, or a release with no verdict (--no-verdict pass accepts it)\n"
+    "  2  usage error or unusable input (also contradictory options)\n"
+    "  3  internal error (a bug; --debug shows the traceback)\n\n"
+    "\b\nGlobal options (before the command): --version, --debug")
 
 
 def echo(message: str) -> None:
