@@ -2,8 +2,9 @@
 
 A case is ``tests/cases/<CODE>/<name>.toml``; a case that expects the rule to fire has its golden
 output next to it, ``<name>.golden.json``. ``build_case`` writes the checkpoint the case describes
-(sparse files), ``run_case`` checks it with ``ckptlint check --select CODE --format json --isolated``
-and returns the normalised result, ``check_facts`` tests the case's hand-written facts against it.
+(sparse files), ``run_case`` checks it with ``ckptlint check --select CODE --format json --isolated
+--no-verdict pass`` (the exit code says what the rule found; a release with no verdict, which fails a
+plain check, is tested in tests/test_gate.py) and returns the normalised result, ``check_facts`` tests the case's hand-written facts against it.
 """
 
 from __future__ import annotations
@@ -303,7 +304,8 @@ def run_case(case: Case, path: Path, root: Path) -> dict[str, Any]:
     """``ckptlint check`` in-process with only the case's rule selected; the normalised result."""
     from ckptlint import cli
 
-    args = ["check", str(path), "--select", case.code, "--format", "json", "--isolated", "--quiet"]
+    args = ["check", str(path), "--select", case.code, "--format", "json", "--isolated", "--quiet",
+            "--no-verdict", "pass"]
     for t in case.data["targets"]:
         args += ["--target", t]
     args += case.data.get("flags", [])

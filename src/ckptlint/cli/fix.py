@@ -98,8 +98,10 @@ def _explain(fp, releases) -> None:
     if fp.rechecked:
         typer.echo(f"ckptlint: re-checked with the change, other default releases: {said(fp.rechecked)}", err=True)
     for f, why in fp.not_fixable:
-        typer.echo(f"not fixable by config: {f.code} {f.module or f.file}: {why}", err=True)
+        on = f" ({f.target})" if f.target and len(releases) > 1 else ""
+        typer.echo(f"not fixable by config{on}: {f.code} {f.module or f.file}: {why}", err=True)
     for f in fp.remaining:
-        typer.echo(f"still failing after the change: {f.code} {f.module}: {f.message}", err=True)
+        on = f" ({f.target})" if f.target and len(releases) > 1 else ""
+        typer.echo(f"still failing after the change{on}: {f.code} {f.module}: {f.message}", err=True)
     for f in fp.regressions:
         typer.echo(f"warning: the change gives {f.target} a new load error: {f.code} {f.module}", err=True)
