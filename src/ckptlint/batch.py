@@ -126,6 +126,8 @@ def render(report, fmt: str, req: CheckRequest, out: Outcome) -> None:
         from ckptlint.render.json_out import render_line as r
     elif fmt == "sarif":
         from ckptlint.render.sarif import render as r
+    elif fmt == "concise":
+        from ckptlint.render.concise import render as r
     elif fmt == "markdown":
         from ckptlint.render.markdown import render as md
 

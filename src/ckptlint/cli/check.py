@@ -31,7 +31,7 @@ ReportOpt = Annotated[Optional[list[str]], Option(
 def check(
     path: PathsArg,
     target: TargetsOpt = None,
-    format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0) or github (workflow-command annotations, then the text report).")] = CheckFormat.text,
+    format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0), github (workflow-command annotations, then the text report) or concise (one line per finding: PATH:LINE:COL: CODE [consequence] releases: message).")] = CheckFormat.text,
     fail_on: Annotated[Optional[FailOn], Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
     select: Annotated[Optional[list[str]], Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
     ignore: Annotated[Optional[list[str]], Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
