@@ -162,3 +162,16 @@ def test_targets_rules_and_rule_docs():
 def test_version_fast_path():
     r = ckptlint("--version")
     assert r.returncode == 0 and r.stdout.startswith("ckptlint ")
+
+
+def test_targets_is_wrapped_to_the_width():
+    from ckptlint.targets import list_targets
+
+    r = subprocess.run([sys.executable, "-m", "ckptlint", "targets"], capture_output=True, text=True,
+                       env={**os.environ, "COLUMNS": "100"}, timeout=60)
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert all(len(ln) <= 100 or len(ln.split()) <= 1 for ln in lines)
+    starts = [ln.split()[0] for ln in lines if not ln.startswith(" ")]
+    assert starts == [t.id for t in list_targets()]
+    assert all(ln.startswith(" " * 29) for ln in lines if ln.startswith(" "))
