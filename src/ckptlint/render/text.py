@@ -138,7 +138,7 @@ def _head(g: Group, report: Report, style: Style, notes: Notes, count: int = 1) 
     head = f"{style.paint(sev, sev)} {style.paint(f.code, 'code')} {f.name} [{f.consequence.value}] "
     if len(plain) <= style.width:
         return [head + where + tail]
-    return [head.rstrip() + tail, *wrap(where, style.width, "    ", "    ")]
+    return [head.rstrip(), *wrap(where + tail, style.width, "    ", "    ")]
 
 
 def _body(g: Group, style: Style, notes: Notes, first: str, rest: str) -> list[str]:
@@ -153,9 +153,7 @@ def _body(g: Group, style: Style, notes: Notes, first: str, rest: str) -> list[s
     if g.error_text:
         out += wrap(clean(g.text(g.error_text) or ""), width, rest + "framework prints: ", rest + "  ")
     if g.hint:
-        hint = g.text(g.hint) or ""
-        if f.hint_note and f" ({f.hint_note})" in hint:
-            hint = hint.replace(f" ({f.hint_note})", " " + notes.ref(f.hint_note[:1].upper() + f.hint_note[1:] + "."), 1)
+        hint = _with_note(g.text(g.hint) or "", f.hint_note, notes)
         out += wrap(clean(hint), width, rest + "fix: ", rest + "  ")
     if g.reason:
         out += wrap(clean(g.reason), width, rest + "left out: ", rest + "  ")
@@ -171,24 +169,73 @@ def entry(g: Group, report: Report, style: Style, notes: Notes | None = None) ->
 
 def _family_key(g: Group) -> tuple:
     f = g.finding
+    if f.family and g.brief:
+        return ("shared", f.code, f.severity, f.consequence, g.reason, f.family, f.family_hint)
     return (f.code, f.severity, f.consequence, tuple(g.targets), g.assumptions, g.reason)
 
 
 def families(groups: list[Group]) -> list[list[Group]]:
-    """Runs of consecutive entries of one rule, consequence, release set and assumptions: shown
-    under one head line."""
+    """Entries shown under one head line: every entry of one rule and consequence whose rule gave
+    the same shared explanation (``Finding.family``), on whatever releases, and otherwise runs of
+    consecutive entries of one rule, consequence, release set and assumptions."""
     out: list[list[Group]] = []
+    shared: dict[tuple, list[Group]] = {}
     for g in groups:
-        if out and _family_key(out[-1][0]) == _family_key(g):
+        key = _family_key(g)
+        if key[0] == "shared":
+            if key in shared:
+                shared[key].append(g)
+                continue
+            shared[key] = [g]
+            out.append(shared[key])
+        elif out and _family_key(out[-1][0]) == key:
             out[-1].append(g)
         else:
             out.append([g])
     return out
 
 
+def _with_note(text: str, note: str | None, notes: Notes) -> str:
+    """``text`` with its shared note " (NOTE)" replaced by a reference to the note printed once."""
+    if note and f" ({note})" in text:
+        return text.replace(f" ({note})", " " + notes.ref(note[:1].upper() + note[1:] + "."), 1)
+    return text
+
+
+def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes) -> list[str]:
+    """A family whose members share their explanation and fix: both once, then the members by
+    release set (with that set's assumptions), one bullet each, with what the framework prints."""
+    order = {t.id: i for i, t in enumerate(report.targets)}
+    subsets: dict[tuple, list[Group]] = {}
+    for g in fam:
+        subsets.setdefault((tuple(sorted(g.targets, key=lambda t: order.get(t, len(order)))), g.assumptions),
+                           []).append(g)
+    every = sorted({t for g in fam for t in g.targets}, key=lambda t: order.get(t, len(order)))
+    one = len(subsets) == 1  # one release set and assumptions: said in the head line, no sub-heads
+    union = Group(fam[0].finding, every, assumptions=fam[0].assumptions if one else ())
+    out = _head(union, report, style, notes, len(fam))
+    f = fam[0].finding
+    width = style.width
+    out += wrap(clean(f.family or ""), width, "  ", "    ")
+    if f.family_hint:
+        out += wrap(clean(_with_note(f.family_hint, f.hint_note, notes)), width, "  fix: ", "    ")
+    ranked = sorted(subsets.items(), key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]])
+    for (targets, assumptions), members in ranked:
+        if not one:
+            refs = "".join(" " + notes.ref("assumes " + (members[0].text(a) or "")) for a in assumptions)
+            out += wrap(clean(_where(members[0], report)) + refs + ":", width, "  ", "    ")
+        for g in members:
+            out += wrap(clean(g.text(g.brief) or ""), width, "  - ", "      ")
+            if g.error_text:
+                out += wrap(clean(g.text(g.error_text) or ""), width, "      framework prints: ", "        ")
+    return out
+
+
 def family_lines(fam: list[Group], report: Report, style: Style, notes: Notes) -> list[str]:
     if len(fam) == 1:
         return entry(fam[0], report, style, notes)
+    if _family_key(fam[0])[0] == "shared":
+        return _shared_family(fam, report, style, notes)
     out = _head(fam[0], report, style, notes, len(fam))
     for g in fam:
         out += _body(g, style, notes, "  - ", "    ")
@@ -203,8 +250,7 @@ def summary_line(report: Report, shown: int | None = None) -> str:
     counts = f"{sev['error']} error(s), {sev['warning']} warning(s), {sev['info']} info"
     if shown is None or shown == c["total"]:
         return f"Found {c['total']} finding(s): {counts}."
-    return (f"Found {shown} finding(s), {c['total']} counting each release they apply to: {counts} "
-            f"(per release).")
+    return f"Found {shown} finding(s) ({c['total']} counting each release): {counts}."
 
 
 def _rows(report: Report) -> list[tuple[list[str], object]]:
@@ -277,7 +323,7 @@ def render(report: Report, verbose: bool = False, style: Style | None = None) ->
     if notes.texts:
         lines.append("")
         lines += notes.lines(style.width)
-    lines += ["", summary_line(report, len(groups))]
+    lines += ["", *wrap(summary_line(report, len(groups)), style.width, "", "  ")]
     lines += matrix(report, style)
     lines += left_out(report, style)
     return defuse_commands("\n".join(lines)) + "\n"
