@@ -98,7 +98,7 @@ def test_not_simulated_has_no_verdict(tmp_path, capsys):
     assert {v["no_verdict"]["why"] for v in doc["verdicts"].values()} == {"not-simulated"}
 
 
-@pytest.mark.parametrize("fmt", ["markdown", "github", "sarif", "text"])
+@pytest.mark.parametrize("fmt", ["markdown", "github", "sarif", "text", "concise"])
 def test_every_format_shows_no_verdict(tmp_path, capsys, fmt):
     newer = _newer_than_data("vllm")
     code, out, _ = cli_run(capsys, "check", str(FIXED), "-t", newer, "-f", fmt, "-q", "--isolated")
@@ -113,6 +113,8 @@ def test_every_format_shows_no_verdict(tmp_path, capsys, fmt):
         assert "1 release(s) with no verdict" in out
     elif fmt == "markdown":
         assert "❔ no verdict (release newer than the data)" in out and "✅" not in out
+    elif fmt == "concise":
+        assert out.splitlines()[-1].endswith("no verdict (release newer than the data): " + newer.replace("==", " "))
     else:
         assert "no verdict (release newer than the data)" in out
 
