@@ -278,3 +278,17 @@ def test_pre_commit_hooks_fail_closed_on_a_release_with_no_verdict(workdir, tmp_
     r = subprocess.run([*changed, f"weights/{shard.name}"], cwd=workdir, env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 1 and "no verdict (container only, no config.json)" in r.stdout, r.stdout + r.stderr
+
+
+def test_documented_fix_check(workdir):
+    cmd = example("fix").strip()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env={**env, "CKPT": FIXED}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout == "" and "nothing to fix" in r.stderr, r.stdout + r.stderr
+    r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env={**env, "CKPT": BUGGY}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and r.stdout.startswith("--- a/config.json"), r.stderr
+    body = [ln for ln in r.stdout.splitlines() if not ln.startswith(("+++", "---"))]
+    assert sum(ln.startswith("+") for ln in body) - sum(ln.startswith("-") for ln in body) == 3  # three entries
+    assert "re-checked with the change, releases it is for: loads:" in r.stderr
