@@ -251,3 +251,16 @@ def test_global_options_are_listed(capsys):
     assert code == 0 and "--version" in out and "--debug" in out and "Exit codes" in out
     code, out, _ = cli_run(capsys, "--version", "check")
     assert code == 0 and out.startswith("ckptlint ")
+
+
+def test_generic_simulation_is_a_verdict_labelled_as_such(tmp_path, capsys):
+    """TG604: simulated with the generic rules: a verdict (not "no verdict"), said in the label."""
+    from casefiles import build_case, discover
+
+    (case,) = [c for c in discover() if c.id == "TG604/qwen3.5-before-sglang-0.5.17"]
+    root = tmp_path / "ckpt"
+    build_case(case, root)
+    code, doc, err = _json(capsys, str(root), *[a for t in case.data["targets"] for a in ("-t", t)])
+    generic, own = (doc["verdicts"][t] for t in case.data["targets"])
+    assert generic.get("generic") is True and generic["label"].endswith("(generic rules)")
+    assert generic["verdict"] != "no-verdict" and "generic" not in own and "(generic rules)" not in own["label"]
