@@ -1,8 +1,8 @@
 """``ckptlint fix``: the minimal skip-list addition that makes the releases asked for load the checkpoint.
 
 Exit codes (ruff's convention for ``--diff``): 0 nothing to change, or ``--write`` applied a change
-that leaves nothing failing; 1 a change is pending (printed, not written), or something the change
-cannot fix remains; 2 usage error."""
+that leaves nothing failing; 1 a change is pending (printed, not written), something the change
+cannot fix remains, or the change gives a release a new load error; 2 usage error."""
 
 import sys
 from typing import Annotated, Optional
@@ -57,7 +57,7 @@ def fix(
         typer.echo(f"ckptlint: nothing to fix for {_names(releases)}", err=True)
     _explain(fp, releases)
     pending = bool(fp.diff) and not write
-    raise typer.Exit(EXIT_FINDINGS if (fp.not_fixable or fp.remaining or pending) else EXIT_OK)
+    raise typer.Exit(EXIT_FINDINGS if (fp.not_fixable or fp.remaining or fp.regressions or pending) else EXIT_OK)
 
 
 def _names(releases) -> str:
