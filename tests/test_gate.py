@@ -264,3 +264,9 @@ def test_generic_simulation_is_a_verdict_labelled_as_such(tmp_path, capsys):
     generic, own = (doc["verdicts"][t] for t in case.data["targets"])
     assert generic.get("generic") is True and generic["label"].endswith("(generic rules)")
     assert generic["verdict"] != "no-verdict" and "generic" not in own and "(generic rules)" not in own["label"]
+
+
+@pytest.mark.parametrize("command", ["check", "upgrade", "plan", "fix", "inspect", "targets", "rules", "rule", "gpus"])
+def test_no_type_placeholders_in_help(capsys, command):
+    code, out, _ = cli_run(capsys, command, "--help")
+    assert code == 0 and not any(p in out for p in ("<str>", "<int", "<float", "<path>"))
