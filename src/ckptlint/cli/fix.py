@@ -27,7 +27,8 @@ def fix(
     """Print (or --write) the one skip-list addition that makes every TARGET release load the checkpoint.
 
     Exit codes: 0 nothing to change (or --write applied it and nothing is left failing); 1 a change
-    is pending (--diff, the default) or something no config change fixes remains; 2 usage error.
+    is pending (--diff, the default), something no config change fixes remains, or the change gives
+    a release a new load error; 2 usage error.
     """
     from ckptlint.fix import plan_fix, refuse_write_target
     from ckptlint.reader import NotACheckpoint
