@@ -21,9 +21,13 @@ never lost. The units of one release (``inventory``):
 ``compare`` sorts each changed unit into one of
 
 * ``formatting`` -- the same AST (``ast.dump`` ignores line numbers, layout and comments);
-* ``cosmetic`` -- the same AST once docstrings, log/warning messages and the text of formatted
-  strings (f-strings, ``str.format``, ``%``) are blanked; the reasons say which;
+* ``cosmetic`` -- the same AST once docstrings and log/warning messages are blanked and formatted
+  strings (f-strings, ``str.format``, ``%``) are written in one style; the reasons say which;
 * ``behaviour`` -- anything else; the report prints a unified diff of it.
+
+(Formatted strings are compared as one template plus arguments whatever their style, so turning a
+``.format`` into an f-string is cosmetic, while a changed text -- a weight name built with an
+f-string, an error message -- is a behaviour change.)
 
 A unit whose qualified name left one module and appeared in another is paired as ``moved``.
 """
@@ -392,7 +396,10 @@ def dump(src: str) -> str | None:
 
 
 class _Blank(ast.NodeTransformer):
-    """Blanks docstrings, log/warning messages and formatted-string text, noting which it blanked."""
+    """Blanks docstrings and log/warning messages, and writes every formatted string (f-string,
+    ``str.format``, ``%``) as one canonical template with its arguments, noting which it touched.
+    A formatted string's text is kept (weight names are built with f-strings): only a change of
+    style is cosmetic."""
 
     def __init__(self) -> None:
         self.hits: set[str] = set()
@@ -401,12 +408,18 @@ class _Blank(ast.NodeTransformer):
         body = getattr(node, "body", None)
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and \
                 isinstance(body[0].value.value, str):
-            body[0] = ast.Expr(ast.Constant("<docstring>"))
+            del body[0]  # dropped, so adding or removing one is cosmetic too
+            if not body:
+                body.append(ast.Pass())
             self.hits.add("docstring")
         self.generic_visit(node)
         return node
 
     visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Module = _docstring
+
+    @staticmethod
+    def _template(template: str, args: list[ast.expr]) -> ast.Call:
+        return ast.Call(ast.Name("<formatted>", ast.Load()), [ast.Constant(template), *args], [])
 
     def visit_Call(self, node: ast.Call):
         f = node.func
@@ -415,28 +428,53 @@ class _Blank(ast.NodeTransformer):
         if is_log:
             self.hits.add("log message")
             return ast.Call(ast.Name("<log>", ast.Load()), [], [])
-        if isinstance(f, ast.Attribute) and name == "format" and isinstance(f.value, ast.Constant) and \
-                isinstance(f.value.value, str):
-            self.hits.add("formatted string")
-            return ast.Constant("<formatted>")
         self.generic_visit(node)
+        if isinstance(f, ast.Attribute) and name == "format" and isinstance(f.value, ast.Constant) and \
+                isinstance(f.value.value, str) and not node.keywords:
+            import string
+
+            try:
+                parts = list(string.Formatter().parse(f.value.value))
+            except ValueError:
+                return node
+            if any(fld not in (None, "") or spec or conv for _, fld, spec, conv in parts):
+                return node  # numbered/named fields, specs: left as written
+            text = "".join(lit.replace("{", "{{").replace("}", "}}") + ("{}" if fld is not None else "")
+                           for lit, fld, _, _ in parts)
+            self.hits.add("formatted-string style")
+            return self._template(text, list(node.args))
         return node
 
     def visit_JoinedStr(self, node: ast.JoinedStr):
-        self.hits.add("formatted string")
-        return ast.Constant("<formatted>")
+        text, args = "", []
+        for v in node.values:
+            if isinstance(v, ast.Constant):
+                text += str(v.value).replace("{", "{{").replace("}", "}}")
+            elif isinstance(v, ast.FormattedValue) and v.conversion == -1 and v.format_spec is None:
+                text += "{}"
+                args.append(self.visit(v.value))
+            else:
+                self.generic_visit(node)
+                return node
+        self.hits.add("formatted-string style")
+        return self._template(text, args)
 
     def visit_BinOp(self, node: ast.BinOp):
-        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
-            self.hits.add("formatted string")
-            return ast.Constant("<formatted>")
         self.generic_visit(node)
+        if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            fmt = node.left.value
+            if re.search(r"%(?![sdri%])", fmt):
+                return node
+            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            text = re.sub(r"%[sdri]", "{}", fmt.replace("{", "{{").replace("}", "}}")).replace("%%", "%")
+            self.hits.add("formatted-string style")
+            return self._template(text, list(args))
         return node
 
 
 def normalized(src: str) -> tuple[str | None, set[str]]:
-    """``ast.dump`` of the source with docstrings, log calls and formatted-string text blanked, and
-    which of those it held."""
+    """``ast.dump`` of the source with docstrings and log calls blanked and formatted strings in one
+    style, and which of those it held."""
     tree = _parse(src)
     if tree is None:
         return None, set()
@@ -652,7 +690,7 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
         if rest:
             out.append(f"  ... {rest} more (--verbose)")
     cos = sorted(cmp.of("cosmetic"), key=order)
-    out.append(f"-- cosmetic only: {len(cos)} (docstrings, log messages, formatted-string text)")
+    out.append(f"-- cosmetic only: {len(cos)} (docstrings, log messages, formatted-string style)")
     out += [f"  {label(c)}: {', '.join(c.reasons)}" for c in cos]
     fmt = sorted(cmp.of("formatting"), key=order)
     out.append(f"-- formatting only (same AST): {len(fmt)}")
