@@ -21,7 +21,7 @@ never lost. The units of one release (``inventory``):
 ``compare`` sorts each changed unit into one of
 
 * ``formatting`` -- the same AST (``ast.dump`` ignores line numbers, layout and comments);
-* ``cosmetic`` -- the same AST once docstrings and log/warning messages are blanked and formatted
+* ``cosmetic`` -- the same AST once docstrings, type annotations and log/warning messages are blanked and formatted
   strings (f-strings, ``str.format``, ``%``) are written in one style; the reasons say which;
 * ``behaviour`` -- anything else; the report prints a unified diff of it.
 
@@ -415,7 +415,26 @@ class _Blank(ast.NodeTransformer):
         self.generic_visit(node)
         return node
 
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = visit_Module = _docstring
+    visit_ClassDef = visit_Module = _docstring
+
+    def visit_FunctionDef(self, node):
+        args = node.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if a is not None and a.annotation is not None:
+                a.annotation = None
+                self.hits.add("annotations")
+        if node.returns is not None:
+            node.returns = None
+            self.hits.add("annotations")
+        return self._docstring(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_AnnAssign(self, node: ast.AnnAssign):
+        node.annotation = ast.Constant("<annotation>")
+        self.hits.add("annotations")
+        self.generic_visit(node)
+        return node
 
     @staticmethod
     def _template(template: str, args: list[ast.expr]) -> ast.Call:
@@ -701,13 +720,18 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
 
 def classify_keys(old_root: Path, new_root: Path, keys: list[str]) -> list[tuple[str, str, list[str], str, str]]:
     """``(key, verdict, reasons, old source, new source)`` for fingerprint keys ``module:Qual.name``
-    (the decision functions the sandboxed run records), cut from both releases' files."""
+    (the decision functions the sandboxed run records), cut from both releases' files; verdict
+    ``attributes`` for a key that names no definition (e.g. ``Class.hf_to_vllm_mapper``, fingerprinted
+    as the live object's attributes: a field added to ``WeightsMapper`` changes it)."""
     out = []
     for key in keys:
         srcs = []
         for root in (old_root, new_root):
             mod, _, qual = key.partition(":")
             srcs.append(_def_source(Path(root), mod, qual) or "")
+        if not any(srcs):  # a live object's fingerprint (a mapper's attributes), not a definition
+            out.append((key, "attributes", ["the object's attributes changed, not a definition of it"], "", ""))
+            continue
         v, reasons = classify(*srcs)
         out.append((key, v, reasons, *srcs))
     return out

@@ -114,11 +114,16 @@ def cmd_new(args: argparse.Namespace) -> int:
     changed = sorted(k for k in fa.keys() & fb.keys() if fa[k] != fb[k])
     added, removed = sorted(fb.keys() - fa.keys()), sorted(fa.keys() - fb.keys())
     print(f"== {fw} {prev} -> {new}: fingerprinted decision functions ({len(fa)} / {len(fb)})")
+    quiet = []
     for key, verdict, reasons, old_src, new_src in newrelease.classify_keys(roots[0], roots[1], changed):
-        print(f"  changed  {key}: {verdict}" + (f" ({', '.join(reasons)})" if reasons else ""))
-        if verdict == "behaviour":
-            for line in newrelease.unified(old_src, new_src, f"{prev}/{key}", f"{new}/{key}", limit=args.diff_lines):
-                print("    " + line)
+        if verdict != "behaviour":
+            quiet.append(f"  changed  {key}: {verdict}" + (f" ({', '.join(reasons)})" if reasons else ""))
+            continue
+        print(f"  changed  {key}: behaviour")
+        for line in newrelease.unified(old_src, new_src, f"{prev}/{key}", f"{new}/{key}", limit=args.diff_lines):
+            print("    " + line)
+    for line in quiet:  # formatting, cosmetic, a live object's attributes: one line each
+        print(line)
     for k in added:
         print(f"  new      {k}")
     for k in removed:

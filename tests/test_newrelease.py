@@ -283,3 +283,14 @@ def test_sglang_entry_classes(tmp_path):
     assert inv.archs == {"FooForCausalLM": "sglang.srt.models.foo:FooForCausalLM"}
     assert inv.drafts == {"FooNextN": "sglang.srt.models.foo:FooNextN"}
     assert inv.methods == {"fp8": "Fp8Config"}
+
+
+def test_annotations_are_cosmetic_and_fingerprinted_objects_are_attributes(tmp_path):
+    old = 'def apply_vllm_mapper(self, m: "WeightsMapper") -> None:\n    self.x = m.apply(self.x)\n'
+    new = "def apply_vllm_mapper(self, m: WeightsMapper):\n    self.x = m.apply(self.x)\n"
+    assert N.classify(old, new) == ("cosmetic", ["annotations"])
+    for name in ("a", "b"):
+        _write(tmp_path / name, {"pkg/m.py": "class C:\n    mapper = WeightsMapper()\n\n    def f(self):\n"
+                                             f"        return {name!r}\n"})
+    got = {k: v for k, v, *_ in N.classify_keys(tmp_path / "a", tmp_path / "b", ["pkg.m:C.mapper", "pkg.m:C.f"])}
+    assert got == {"pkg.m:C.mapper": "attributes", "pkg.m:C.f": "behaviour"}
