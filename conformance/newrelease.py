@@ -666,6 +666,22 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
     beh = sorted([c for c in cmp.changes if c.kind != "registry" and (
         c.verdict == "behaviour" or (c.verdict == "moved" and "behaviour" in c.reasons))], key=order)
     shown = [c for c in beh if all_diffs or marked(c.new) or c.new.kind == "loader"]
+    # the likeliest verdict changes first: a modelled class (or the shared loader) that stopped or
+    # started refusing something
+    hot = [(c, raise_lines(c.old.source, c.new.source)) for c in beh if marked(c.new) or c.new.kind == "loader"]
+    hot = [(c, r) for c, r in hot if r]
+    loader_mods = {u.module for u in (*o.units.values(), *n.units.values()) if u.kind == "loader"}
+    for verdict, word in (("removed", "removed with its unit"), ("added", "added with its unit")):
+        for c in cmp.of(verdict):
+            u = c.old or c.new
+            if marked(u) or u.module in loader_mods:
+                r = [f"    raise {word}: {x}" for x in raises(u.source)]
+                if r:
+                    hot.append((c, r))
+    out.append(f"-- raises lost or gained in modelled classes and the shared loader: {len(hot)} unit(s)")
+    for c, r in hot:
+        out.append("  " + c.key)
+        out += r
     out.append(f"-- behaviour changes: {len(beh)} (* = in a module of a class the target data models; "
                f"diffs for those and the shared loader code{'' if all_diffs else ', the rest: --all-diffs'})")
     for c in beh:

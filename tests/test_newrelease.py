@@ -257,6 +257,7 @@ def test_compare_and_report(tmp_path):
     assert "  ~ FooForCausalLM: foo:FooForCausalLM -> vllm.models.foo:FooForCausalLM *" in text
     assert "  + new_method (NewConfig)" in text and "  - old_method (was deprecated)" in text
     assert "-- behaviour changes: 1 " in text
+    assert "-- raises lost or gained in modelled classes and the shared loader: 1 unit(s)" in text
     assert "raise removed: ValueError: 'MTP layer weights missing from checkpoint'" in text
     assert '    -        raise ValueError("MTP layer weights missing from checkpoint")' in text  # the diff
     assert f"{m}.foo:FooModel._rest [helper] *: docstring" in text
