@@ -443,7 +443,8 @@ class _Blank(ast.NodeTransformer):
     def visit_Call(self, node: ast.Call):
         f = node.func
         name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-        is_log = (isinstance(f, ast.Attribute) and name in LOG_METHODS) or (isinstance(f, ast.Name) and name in LOG_FUNCS)
+        is_log = (isinstance(f, ast.Attribute) and name in LOG_METHODS) or (
+            isinstance(f, ast.Name) and name in LOG_FUNCS)
         if is_log:
             self.hits.add("log message")
             return ast.Call(ast.Name("<log>", ast.Load()), [], [])

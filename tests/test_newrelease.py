@@ -295,3 +295,28 @@ def test_annotations_are_cosmetic_and_fingerprinted_objects_are_attributes(tmp_p
                                              f"        return {name!r}\n"})
     got = {k: v for k, v, *_ in N.classify_keys(tmp_path / "a", tmp_path / "b", ["pkg.m:C.mapper", "pkg.m:C.f"])}
     assert got == {"pkg.m:C.mapper": "attributes", "pkg.m:C.f": "behaviour"}
+
+
+def test_new_command_prints_the_loading_report_offline(tmp_path, monkeypatch, capsys):
+    """`scripts/conformance.py new ... --no-decisions` on two synthetic releases (no wheel, no network):
+    the previous release's target data marks what it models."""
+    import importlib.util
+
+    from conformance import wheels
+
+    old = _release(tmp_path / "old", **{"vllm/model_executor/models/registry.py": REGISTRY.replace(
+        '"FooForCausalLM": ("foo", "FooForCausalLM")', '"DeepseekV3ForCausalLM": ("foo", "FooForCausalLM")')})
+    new = _release(tmp_path / "new", **{
+        "vllm/model_executor/models/registry.py": REGISTRY.replace(
+            '"FooForCausalLM": ("foo", "FooForCausalLM")', '"DeepseekV3ForCausalLM": ("foo", "FooForCausalLM")'),
+        "vllm/model_executor/models/foo.py": FOO.replace('("qkv_proj", "q_proj", "q")', '("qkv_proj", "q_proj", 0)')})
+    roots = {"0.33.0": old, "0.34.0": new}
+    monkeypatch.setattr(wheels, "source_dir", lambda fw, v, download=True: roots[v])
+    spec = importlib.util.spec_from_file_location("conformance_script", REPO / "scripts" / "conformance.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main(["new", "vllm", "0.34.0", "--previous", "0.33.0", "--no-decisions", "--no-download"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("== loading code 0.33.0 -> 0.34.0:")
+    assert "vllm.model_executor.models.foo:FooModel.load_weights [load_weights] *" in out  # DeepseekV3's module
+    assert '+    stacked = [("qkv_proj", "q_proj", 0)]' in out
