@@ -555,12 +555,13 @@ def compare(old: Inventory, new: Inventory) -> Comparison:
     for k, u in came.items():
         if u.kind != "registry":
             by_qual.setdefault(u.qual, []).append(k)
-    for k, u in list(gone.items()):
-        if u.kind == "registry" or len(by_qual.get(u.qual, [])) != 1:
+    gone_quals: dict[str, int] = {}
+    for u in gone.values():
+        gone_quals[u.qual] = gone_quals.get(u.qual, 0) + 1
+    for k, u in list(gone.items()):  # only a one-to-one move is paired
+        if u.kind == "registry" or len(by_qual.get(u.qual, [])) != 1 or gone_quals[u.qual] != 1:
             continue
         nk = by_qual[u.qual][0]
-        if sum(1 for g in gone.values() if g.qual == u.qual) != 1:
-            continue
         nu = came.pop(nk)
         del gone[k]
         verdict, reasons = classify(u.source, nu.source)
