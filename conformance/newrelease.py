@@ -109,6 +109,41 @@ class Inventory:
     methods: dict[str, str] = field(default_factory=dict)  # quant method -> config class ("" unknown)
     deprecated: set[str] = field(default_factory=set)
     files: int = 0
+    # "module:Class" -> the classes it inherits from or builds in __init__ (``self.model = XModel(...)``):
+    # where AutoWeightsLoader's delegation goes
+    links: dict[str, set[str]] = field(default_factory=dict)
+    _served: dict[str, list[str]] | None = None
+
+    def served(self, models_pkg: str) -> dict[str, list[str]]:
+        """"module:Class" -> the registered architectures and drafts whose class is it, inherits
+        from it or builds it (transitively)."""
+        if self._served is None:
+            out: dict[str, set[str]] = {}
+            for table in (self.archs, self.drafts):
+                for arch, target in table.items():
+                    start = self.resolve(_full(target, models_pkg + ".x"))
+                    seen, todo = set(), [start]
+                    while todo:
+                        k = todo.pop()
+                        if k in seen:
+                            continue
+                        seen.add(k)
+                        todo += [self.resolve(c) for c in self.links.get(k, ())]
+                    for k in seen:
+                        out.setdefault(k, set()).add(arch)
+            self._served = {k: sorted(v) for k, v in out.items()}
+        return self._served
+
+    def resolve(self, key: str) -> str:
+        """A re-exported ``module:Class`` -> the module that defines it (when scanned)."""
+        for _ in range(4):
+            nxt = self.reexports.get(key)
+            if nxt is None or nxt == key:
+                break
+            key = nxt
+        return key
+
+    reexports: dict[str, str] = field(default_factory=dict)
 
     def add(self, u: Unit) -> None:
         self.units.setdefault(u.key, u)
@@ -151,12 +186,14 @@ class _File:
         self.tree = ast.parse(self.text)
         self.classes = {n.name: n for n in self.tree.body if isinstance(n, ast.ClassDef)}
         self.funcs = {n.name: n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        self.imports: dict[str, str] = {}  # local name -> "module.name" (functions imported from the package)
-        for n in self.tree.body:
+        # local name -> "module.name", from every `from ... import` of the file (the first wins: a
+        # package that re-exports per platform binds its CUDA branch first)
+        self.imports: dict[str, str] = {}
+        for n in ast.walk(self.tree):
             if isinstance(n, ast.ImportFrom):
                 base = _resolve_from(self.module, n, path.name == "__init__.py")
                 for a in n.names:
-                    self.imports[a.asname or a.name] = f"{base}.{a.name}"
+                    self.imports.setdefault(a.asname or a.name, f"{base}.{a.name}")
 
     def methods(self, cls: ast.ClassDef) -> dict[str, ast.AST]:
         return {n.name: n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -178,6 +215,7 @@ class _Scanner:
         self.root, self.layout = Path(root), layout
         self.inv = Inventory()
         self._files: dict[Path, _File | None] = {}
+        self._loader_paths = {self.root / rel for rel, _ in layout.loader_units}
 
     def file(self, path: Path) -> _File | None:
         if path not in self._files:
@@ -203,15 +241,57 @@ class _Scanner:
             for p in sorted(base.rglob("*.py")):
                 text = p.read_text(encoding="utf-8", errors="replace")
                 if not any(k in text for k in ("load_weights", "packed_modules_mapping", "_mapper")):
+                    if p.name == "__init__.py" and (f := self.file(p)) is not None:
+                        self._reexports(f)  # a package that re-exports its classes (per platform)
                     continue
                 f = self.file(p)
                 if f is None:
                     continue
                 self.inv.files += 1
+                self._reexports(f)
                 for cname, cls in f.classes.items():
                     self._scan_class(f, cls, draft=cname in drafts or bool(DRAFT_NAME.search(cname)))
 
+    def _ref(self, f: _File, name: str) -> str | None:
+        """``module:Class`` for a class name used in file ``f`` (its own, or imported from the package)."""
+        if name in f.classes:
+            return None if f.path in self._loader_paths else f"{f.module}:{name}"
+        full = f.imports.get(name)
+        if full is None or full.split(".")[0] != self.layout.package:
+            return None
+        mod, _, attr = full.rpartition(".")
+        if self.root.joinpath(*mod.split(".")).with_suffix(".py") in self._loader_paths:
+            return None  # the shared loader's classes (WeightsMapper, ...) serve everyone
+        return f"{mod}:{attr}"
+
+    def _links(self, f: _File, cls: ast.ClassDef) -> None:
+        out = set()
+        for b in cls.bases:
+            if isinstance(b, ast.Name) and (r := self._ref(f, b.id)):
+                out.add(r)
+        init = f.methods(cls).get("__init__")
+        for n in ast.walk(init) if init is not None else ():
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name) \
+                    and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                            for t in n.targets):
+                if r := self._ref(f, n.value.func.id):
+                    out.add(r)
+        for st in cls.body:  # model_cls = XModel
+            if isinstance(st, ast.Assign) and isinstance(st.value, ast.Name) and (r := self._ref(f, st.value.id)):
+                out.add(r)
+        out.discard(f"{f.module}:{cls.name}")
+        if out:
+            self.inv.links[f"{f.module}:{cls.name}"] = out
+
+    def _reexports(self, f: _File) -> None:
+        for local, full in f.imports.items():
+            if local in f.classes or full.split(".")[0] != self.layout.package:
+                continue
+            mod, _, attr = full.rpartition(".")
+            self.inv.reexports.setdefault(f"{f.module}:{local}", f"{mod}:{attr}")
+
     def _scan_class(self, f: _File, cls: ast.ClassDef, draft: bool) -> None:
+        self._links(f, cls)
         meths = f.methods(cls)
         for st in cls.body:
             targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
@@ -578,13 +658,18 @@ def compare(old: Inventory, new: Inventory) -> Comparison:
     return Comparison(old, new, changes)
 
 
-def serves(inv: Inventory, unit: Unit) -> list[str]:
-    """The registered architectures / drafts whose class is the unit's class (same module)."""
+def serves(inv: Inventory, unit: Unit, models_pkg: str = "") -> list[str]:
+    """The registered architectures / drafts that reach the unit's class: their registered class
+    is it, inherits from it or builds it in ``__init__`` (``self.model = XModel(...)``), transitively
+    -- AutoWeightsLoader hands each child module its own ``load_weights``."""
     if unit.cls is None:
         return []
-    want = f"{unit.module}:{unit.cls}"
-    return sorted(arch for table in (inv.archs, inv.drafts) for arch, target in table.items()
-                  if _full(target, unit.module) == want)
+    return inv.served(models_pkg or _models_pkg_of(unit.module)).get(f"{unit.module}:{unit.cls}", [])
+
+
+def _models_pkg_of(module: str) -> str:
+    return next((LAYOUTS[fw].models_pkg for fw in LAYOUTS if module.startswith(LAYOUTS[fw].package + ".")),
+                module.rpartition(".")[0])
 
 
 def _full(target: str, near: str) -> str:
@@ -649,7 +734,7 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
 
     def label(c: Change) -> str:
         u = c.new or c.old
-        archs = serves(n if c.new else o, u)
+        archs = serves(n if c.new else o, u, models_pkg)
         s = f"{c.key} [{c.kind}]" + (" [draft]" if u.draft else "") + (" *" if marked(u) else "")
         if archs:
             s += " serves " + ", ".join(archs[:6]) + (f" +{len(archs) - 6}" if len(archs) > 6 else "")

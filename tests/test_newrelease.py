@@ -155,6 +155,9 @@ class FooForCausalLM:
     hf_to_vllm_mapper = WeightsMapper(orig_to_new_prefix={"model.": "model."})
     supports_lora = True
 
+    def __init__(self):
+        self.model = FooModel()
+
     def load_weights(self, weights):
         return AutoWeightsLoader(self).load_weights(weights, mapper=self.hf_to_vllm_mapper)
 
@@ -260,7 +263,10 @@ def test_compare_and_report(tmp_path):
     assert "-- raises lost or gained in modelled classes and the shared loader: 1 unit(s)" in text
     assert "raise removed: ValueError: 'MTP layer weights missing from checkpoint'" in text
     assert '    -        raise ValueError("MTP layer weights missing from checkpoint")' in text  # the diff
-    assert f"{m}.foo:FooModel._rest [helper] *: docstring" in text
+    assert f"{m}.foo:FooModel._rest [helper] *: docstring" in text  # (1.1 registers FooForCausalLM elsewhere)
+    # FooForCausalLM builds FooModel: AutoWeightsLoader's delegation reaches FooModel's loader
+    assert N.serves(old, old.units[f"{m}.foo:FooModel._rest"], m) == ["FooForCausalLM"]
+    assert N.serves(old, old.units[f"{m}.utils:WeightsMapper.apply"], m) == []
     assert "-- formatting only (same AST): 1" in text
 
 
@@ -318,5 +324,5 @@ def test_new_command_prints_the_loading_report_offline(tmp_path, monkeypatch, ca
     assert script.main(["new", "vllm", "0.34.0", "--previous", "0.33.0", "--no-decisions", "--no-download"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("== loading code 0.33.0 -> 0.34.0:")
-    assert "vllm.model_executor.models.foo:FooModel.load_weights [load_weights] *" in out  # DeepseekV3's module
+    assert "vllm.model_executor.models.foo:FooModel.load_weights [load_weights] * serves DeepseekV3ForCausalLM" in out
     assert '+    stacked = [("qkv_proj", "q_proj", 0)]' in out
