@@ -29,7 +29,10 @@ never lost. The units of one release (``inventory``):
 ``.format`` into an f-string is cosmetic, while a changed text -- a weight name built with an
 f-string, an error message -- is a behaviour change.)
 
-A unit whose qualified name left one module and appeared in another is paired as ``moved``.
+A unit whose qualified name left one module and appeared in another is paired as ``moved``. Each
+unit of a class names the registered architectures it ``serves``: those whose class is it, inherits
+from it or builds it in ``__init__`` (the children ``AutoWeightsLoader`` hands their own
+``load_weights``), transitively, through per-platform re-exports.
 """
 
 from __future__ import annotations
@@ -726,7 +729,9 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
     mods = tracked_modules(o, tracked, models_pkg) | tracked_modules(n, tracked, models_pkg)
 
     def marked(u: Unit) -> bool:
-        return any(u.module == m or u.module.startswith(m + ".") for m in mods)
+        if any(u.module == m or u.module.startswith(m + ".") for m in mods):
+            return True
+        return bool(tracked & {*serves(o, u, models_pkg), *serves(n, u, models_pkg)})
 
     out.append(f"== loading code {old_name} -> {new_name}: {len(o.units)} / {len(n.units)} units "
                f"({o.files} / {n.files} model files)")
@@ -769,7 +774,7 @@ def report(cmp: Comparison, *, old_name: str, new_name: str, diff_lines: int = 6
     for c, r in hot:
         out.append("  " + c.key)
         out += r
-    out.append(f"-- behaviour changes: {len(beh)} (* = in a module of a class the target data models; "
+    out.append(f"-- behaviour changes: {len(beh)} (* = serves, or is in the module of, a class the target data models; "
                f"diffs for those and the shared loader code{'' if all_diffs else ', the rest: --all-diffs'})")
     for c in beh:
         moved = f" (moved {c.reasons[0]})" if c.verdict == "moved" else ""
