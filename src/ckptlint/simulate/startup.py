@@ -52,6 +52,10 @@ def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
     if arch is not None and not arch.supported:
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
         plan.unsupported_error = arch.error
+        k = _knowledge(target) if arch.error is None else None
+        if k is not None and not k.registers(arch_name):  # the release's own text, from its wheel
+            plan.unsupported_error = k.unknown_arch_message(
+                [a for a in (config or {}).get("architectures") or [] if isinstance(a, str)] or [arch_name])
         return
     if arch_name is None:
         plan.not_simulated = "config.json names no architecture (`architectures`)"
@@ -109,13 +113,10 @@ def _unregistered_method(plan: State, quant: QuantConfig, what: str | None) -> b
 
 def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
     """No architecture config.json lists is registered by the release (both frameworks try each
-    listed name, then their Transformers backend). Refused at start-up with the release's text
-    (``plan.unsupported``) when no release of either framework registers the name either (a typo, or
-    a model no framework has), or when the release names it as dropped; "not simulated" when other
-    releases register it: the release then tries its Transformers backend, which loads it only if the
-    installed transformers library defines the class (not known offline; ckptlint does not simulate
-    that backend). Neither when config.json's ``auto_map`` names a remote-code ``AutoModel`` class,
-    which the Transformers backend may load instead."""
+    listed name, then their Transformers backend): refused at start-up with the release's own text
+    (``plan.unsupported``), assuming the installed transformers library defines no class of that name
+    for the Transformers-backend fallback (not known offline; said in the finding). Not when
+    config.json's ``auto_map`` names a remote-code ``AutoModel`` class, which that backend may load."""
     from ckptlint.targets.extracted import registered_anywhere
 
     k = _knowledge(plan.target)
@@ -128,21 +129,14 @@ def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
     if isinstance(auto_map, dict) and any(isinstance(n, str) and n.startswith("AutoModel") for n in auto_map):
         return False
     names = ", ".join(archs)
-    where = f"registry extracted from the {k.framework} {k.version} wheel, {len(k.architectures)} architectures"
     dropped = k.dropped(archs)
-    elsewhere = {a: registered_anywhere(a) for a in archs}
-    if dropped is None and any(elsewhere.values()):
-        known = next(v for v in elsewhere.values() if v)
-        plan.not_simulated = (f"{plan.target.resolved} registers no model class for architecture {names} ({where}; "
-                              f"first registered in {_releases_text(known)}): the release tries its Transformers backend, "
-                              "which starts it only if the installed transformers library defines the class; "
-                              "ckptlint does not simulate that backend")
-        return True
-    plan.unsupported = (f"{plan.target.resolved} registers no model class for architecture {names} ({where}"
-                        + (f"; {dropped}" if dropped else "; no release of either framework registers it")
-                        + "): the server refuses to start (assuming the installed transformers library has no "
-                          "class of that name for the Transformers-backend fallback, and no `auto_map` in "
-                          "config.json)")
+    known = next((r for r in map(registered_anywhere, archs) if r), None)
+    where = dropped or (f"first registered in {_releases_text(known)}" if known
+                        else "no release of either framework registers it")
+    plan.unsupported = (f"{plan.target.resolved} registers no model class for architecture {names} (registry "
+                        f"extracted from the {k.framework} {k.version} wheel, {len(k.architectures)} architectures; "
+                        f"{where}): the server refuses to start, unless the installed transformers library "
+                        "defines that class for the release's Transformers-backend fallback")
     plan.unsupported_error = k.unknown_arch_message(archs)
     return True
 
