@@ -14,8 +14,9 @@ class TargetUnsupported(Rule):
     quantization config as written (target data: `refusals`, `rejected_in`), so no per-module
     simulation was made. Architectures and methods the hand-written data does not name are looked up
     in the release's own model and quantization-method registries, extracted from its wheel: a name
-    the release does not register (and no release registers, for an architecture) is refused with the
-    release's own text.
+    the release does not register is refused with the release's own text (for an architecture,
+    assuming the installed transformers library has no class of that name for the release's
+    Transformers-backend fallback, and unless config.json's `auto_map` names remote code).
 
     ## Why is this bad?
     The server refuses to start ("Model architectures [...] are not supported", "Unknown
@@ -52,9 +53,9 @@ class NotSimulated(Rule):
     """
     ## What it does
     Says, once per target, that ckptlint has no loading data for the checkpoint's architecture or
-    quantization method on that release, so only the checks that need no simulation ran; also when
-    the release registers no class for an architecture that other releases do register, which it
-    then tries through its Transformers backend (not simulated).
+    quantization method on that release, so only the checks that need no simulation ran (a method the
+    release registers, per the registry extracted from its wheel, that the target data does not
+    model).
 
     ## Why is this bad?
     It is not a defect of the checkpoint: it means "no verdict" for that target. A clean report
