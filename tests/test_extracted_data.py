@@ -132,3 +132,19 @@ def test_typo_architecture_is_refused_on_every_target():
         assert plan.unsupported is not None and "GlmMoeDsaXForCausalLM" in plan.unsupported, t.resolved
         assert plan.unsupported_error == k.unknown_arch_message(["GlmMoeDsaXForCausalLM"]), t.resolved
         assert "GlmMoeDsaXForCausalLM" in plan.unsupported_error
+
+
+def test_unregistered_method_is_refused_on_every_target():
+    """A quant_method no release registers (optimum-quanto's) is one TG601 load-error per target, with
+    that release's own "Unknown quantization method" text."""
+    from ckptlint.deployment import Deployment
+    from ckptlint.reader import load_checkpoint
+    from ckptlint.simulate import simulate
+
+    ckpt = load_checkpoint(str(REPO / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix-fixed"))
+    ckpt.config = {**ckpt.config, "quantization_config": {"quant_method": "quanto", "weights": "int8"}}
+    for t in list_targets():
+        plan = simulate(ckpt, t, Deployment())
+        k = release_knowledge(t.framework, t.version)
+        assert plan.unsupported is not None and "quanto" in plan.unsupported, t.resolved
+        assert plan.unsupported_error == k.unknown_method_message("quanto"), t.resolved
