@@ -65,7 +65,7 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = State(target=target, deployment=deployment, arch_name=arch_name, arch=arch, quant=quant, method=method,
                  generic=generic)
-    startup_verdict(plan)
+    startup_verdict(plan, config)
     if plan.unsupported is not None or plan.not_simulated is not None:
         return freeze(plan)
     _mtp_and_deployment(plan, config)
