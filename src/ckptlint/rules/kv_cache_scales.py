@@ -24,6 +24,16 @@ def _file(ctx: RuleContext, name: str) -> str | None:
     return t.file if t is not None else None
 
 
+def _mapped_forms(plan, ks) -> list[str]:
+    """Stored forms the loader maps onto the attention's scale parameter (hook forms of the method included)."""
+    kvl = plan.target.data.loading.kv
+    forms = {f for f, p in (ks.forms if ks is not None else {}).items() if p.simulated and p.to == kvl.param}
+    rules = plan.method.kv_cache if plan.method is not None else None
+    if ks is not None and ks.hook is not None and ks.hook.to == kvl.param and rules is not None:
+        forms |= set(rules.hook_forms)
+    return sorted(forms)
+
+
 class KvScaleNotLoaded(Rule):
     """
     ## What it does
@@ -79,8 +89,12 @@ class KvScaleNotLoaded(Rule):
                 msg = (f"{len(g.tensors)} {_FORM_WORDS.get(g.form, g.form)} KV-cache scale tensor(s) fail {who}'s "
                        f"{loader} loader: `{first}` is looked up as `{g.looked_up}`{via}, which is not a "
                        f"parameter of {role} model{how}")
-                hint = (f"rename the stored scales so that {who} maps them to `{g.param}`, or use a release whose "
-                        "loader remaps this form")
+                mapped = _mapped_forms(plan, ks)
+                hint = (f"store the scales in a form {who} maps to `{g.param}` ("
+                        + ", ".join(_FORM_WORDS.get(f, f) for f in mapped) + "), or use a release whose loader "
+                        "remaps this form" if mapped else
+                        "no stored form reaches the attention's scale parameter on this release: drop the scale "
+                        "tensors (the cache then runs unscaled) or use a release whose loader remaps them")
             else:
                 why = ("no such parameter exists: the attention layer has no KV-cache method under this quant "
                        "config" if g.looked_up == g.param else f"it is looked up as `{g.looked_up}`, not the "
@@ -89,13 +103,21 @@ class KvScaleNotLoaded(Rule):
                        f"{who}'s {loader} loader{' with a warning' if g.warns else ', silently'}{via}: "
                        f"for `{first}` {why}{how}; {_cache_words(kv)}"
                        + (", and it runs at the default scale 1.0" if kv.fp8 else ""))
-                hint = (f"store the scales under the form {who} maps to `{g.param}`"
-                        + (", or serve with `--kv-cache-dtype bfloat16`" if kv.fp8 else ""))
+                mapped = _mapped_forms(plan, ks)
+                if g.looked_up == g.param or not mapped:
+                    hint = ("no stored form reaches the attention's scale parameter on this release"
+                            if g.looked_up != g.param else "the quant config gives the attention no scale parameter")
+                    hint += "; serve with `--kv-cache-dtype bfloat16`" if kv.fp8 else "; nothing to do unless an FP8 cache is requested"
+                else:
+                    hint = (f"store the scales in a form {who} maps to `{g.param}` ("
+                            + ", ".join(_FORM_WORDS.get(f, f) for f in mapped) + ")"
+                            + (", or serve with `--kv-cache-dtype bfloat16`" if kv.fp8 else ""))
             yield self.finding(ctx, g.consequence, msg, module=g.param.rpartition(".")[0], tensors=list(g.tensors),
                                file=_file(ctx, first), error_text=g.error, hint=hint,
                                assumptions=list(plan.assumptions) if g.role == "draft" else [],
+                               # `direction` keeps the engine from folding a draft finding into the main one
                                data={"form": g.form, "outcome": g.outcome, "looked_up": g.looked_up,
-                                     "kv_cache_fp8": kv.fp8, "role": g.role})
+                                     "kv_cache_fp8": kv.fp8, "role": g.role, "direction": f"{g.role} {g.form}"})
         if kv.unscaled:
             yield self.finding(
                 ctx, Consequence.DEGRADED,
@@ -152,4 +174,4 @@ class KvScaleIncomplete(Rule):
                                file=_file(ctx, first.tensors[0]), error_text=error,
                                hint=f"store the {missing}_scale of every attention layer next to its {loaded}_scale",
                                assumptions=list(plan.assumptions) if role == "draft" else [],
-                               data={"layers": len(items), "loaded": loaded})
+                               data={"layers": len(items), "loaded": loaded, "role": role, "direction": role})

@@ -79,7 +79,8 @@ def _value(raw: Any, path: str) -> Any:
         if not isinstance(cur, dict) or part not in cur:
             return _MISSING
         cur = cur[part]
-    return _MISSING if cur is None else cur
+    # the frameworks test the value's truth (`if self.kv_cache_quant_algo`): "" or {} is not a declaration
+    return cur if cur or cur == 0 and not isinstance(cur, bool) else _MISSING
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -57,8 +57,8 @@ class Outcome(Strict):
 class KvDecl(Strict):
     """Values a quant config declares: every key of ``keys`` (a dotted path into the quant config as the
     framework reads it: hf_quant_config.json's `quantization` object, or config.json's
-    `quantization_config`) is set (not null) and, unless its list is empty, equal to one of the values
-    listed (strings compared case-insensitively)."""
+    `quantization_config`) is set (not null, not an empty string or object: the frameworks test its truth)
+    and, unless its list is empty, equal to one of the values listed (strings compared case-insensitively)."""
 
     keys: dict[str, list[Any]]
 
