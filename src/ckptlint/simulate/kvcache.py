@@ -94,7 +94,7 @@ def _same(a: Any, b: Any) -> bool:
 def declared(decls, raw: Any) -> str | None:
     """The first of ``decls`` (KvDecl) that ``raw`` (the quant config) declares, as text; None if none."""
     for d in decls or ():
-        keys = d.keys
+        keys = d.match
         ok = True
         for key, values in keys.items():
             v = _value(raw, key)
@@ -141,7 +141,7 @@ def _role(plan: "State", name: str) -> str | None:
 def kv_cache(ckpt: "Checkpoint", plan: "State") -> KvCachePlan | None:
     kvl = plan.target.data.loading.kv
     arch = plan.arch
-    if kvl is None or arch is None or arch.kv_scales is None or plan.quant is None:
+    if kvl is None or arch is None or arch.kv_scales is None or not arch.kv_scales.simulated or plan.quant is None:
         return None  # (an unquantized checkpoint: its loaders' handling of scale names is not described)
     rules = plan.method.kv_cache if plan.method is not None else None
     raw = plan.quant.raw if plan.quant is not None else {}
@@ -174,6 +174,8 @@ def kv_cache(ckpt: "Checkpoint", plan: "State") -> KvCachePlan | None:
         if role == "main":
             main_stored += 1
         ks = (draft.kv_scales if role == "draft" and draft.kv_scales is not None else arch.kv_scales)
+        if not ks.simulated:
+            continue
         hooked = ks.hook is not None and form in hook_forms
         path = ks.hook if hooked else ks.forms.get(form)
         if path is None or not path.simulated:

@@ -55,12 +55,12 @@ class Outcome(Strict):
 
 
 class KvDecl(Strict):
-    """Values a quant config declares: every key of ``keys`` (a dotted path into the quant config as the
+    """Values a quant config declares: every key of ``match`` (a dotted path into the quant config as the
     framework reads it: hf_quant_config.json's `quantization` object, or config.json's
     `quantization_config`) is set (not null, not an empty string or object: the frameworks test its truth)
     and, unless its list is empty, equal to one of the values listed (strings compared case-insensitively)."""
 
-    keys: dict[str, list[Any]]
+    match: dict[str, list[Any]]
 
 
 class KvCacheRules(Strict):
@@ -101,8 +101,16 @@ class KvScales(Strict):
     map the name (vLLM `get_cache_scale`, the method's ``KvCacheRules.hook_forms``): a form the
     method maps takes that path instead."""
 
+    # False: an architecture that inherits these entries (``like``) but whose loader ckptlint has not read
+    simulated: bool = True
     forms: dict[str, KvPath] = Field(default_factory=dict)
     hook: KvPath | None = None
+    # the loader's scale-name remap (the release's maybe_remap_kv_scale_name) relative to its stacked-params
+    # rename (q/k/v_proj -> qkv_proj): "remap-first"; "stacked-then-remap" (the renamed name is remapped);
+    # "remap-unstacked" (only names the stacked mapping leaves alone are remapped); "none" (no remap); "mapper"
+    # (the quant config's cache-scale mapper renames the stream before the model's loader, vLLM 0.26+). The
+    # conformance suite runs the release's remap function in this order and compares with ``forms``.
+    order: Literal["remap-first", "stacked-then-remap", "remap-unstacked", "none", "mapper"] | None = None
     note: str | None = None  # how the loader does it, in our words (shown with the findings)
 
 
