@@ -119,20 +119,17 @@ def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration 
         raise UnusableFile(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 
 
-def load_json(path: str | Path, cap: int, what: str = "file") -> Any:
-    """A JSON document, read with :func:`read_capped` and :func:`decode_text`, whose strings are all
-    encodable text (no lone surrogate such as ``"\\ud800"``)."""
-    import json
+def load_json(path: str | Path, cap: int, what: str = "file", fast: Any = None) -> Any:
+    """A JSON document, read with :func:`read_capped` and :func:`decode_text` and parsed by
+    :func:`ckptlint.jsonlimits.loads` (``fast``: a typed msgspec decoder to try first), whose strings
+    are all encodable text (no lone surrogate such as ``"\\ud800"``)."""
+    from ckptlint.jsonlimits import JsonLimitError, loads
 
     text = decode_text(read_capped(path, cap, what), str(path), what)
     try:
-        doc = json.loads(text)
-    except RecursionError:
-        raise UnusableFile(f"{path}: invalid JSON: nested too deeply") from None
-    except json.JSONDecodeError as exc:
-        raise UnusableFile(f"{path}: invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except ValueError as exc:  # e.g. an integer of more than 4300 digits
-        raise UnusableFile(f"{path}: invalid JSON: {str(exc).splitlines()[0]}") from None
+        doc = loads(text, fast=fast)
+    except JsonLimitError as exc:  # bad JSON, nested too deeply, an integer of too many digits
+        raise UnusableFile(f"{path}: invalid JSON: {exc.message}") from None
     where = surrogate_path(doc)
     if where is not None:
         raise UnusableFile(f"{path}: {what} holds a lone surrogate (not text) at {where}")

@@ -38,8 +38,8 @@ def check(
     extend_select: Annotated[Optional[list[str]], Option("--extend-select", help="Add these rules to the selection.")] = None,
     output: Annotated[Optional[str], Option("--output", "-o", help="Write the report to this file.")] = None,
     report: ReportOpt = None,
-    baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones; one checkpoint).")] = None,
-    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (one checkpoint).")] = None,
+    baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones); with several checkpoints, each takes the entries under its own key.")] = None,
+    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (several checkpoints: one file, keyed by checkpoint).")] = None,
     kv_cache_fraction: KvFractionOpt = None,
     color: Annotated[Color, Option("--color", help="Colour in the text report: auto (a terminal, unless NO_COLOR is set), always, never.")] = Color.auto,
     quiet: Annotated[bool, Option("--quiet", "-q", help="No progress on stderr.")] = False,
@@ -51,9 +51,6 @@ def check(
     from ckptlint.selection import split_flags
 
     paths = _distinct(path)
-    if len(paths) > 1 and (baseline or write_baseline):
-        usage_error("--baseline and --write-baseline take one checkpoint (a baseline's fingerprints do not "
-                    "name the checkpoint)")
     if target:
         common.targets(target)  # a bad --target is a usage error before anything is read
     extra = _extra_reports(report or [])
@@ -67,6 +64,8 @@ def check(
         color=format is CheckFormat.text and _color(color, tty), width=_width(tty),
         progress=not quiet and len(paths) == 1, many=len(paths) > 1)
     outcomes = _run(paths, req, format.value, output, quiet)
+    if write_baseline and len(paths) > 1:
+        echo(batch.write_many_baseline(outcomes, write_baseline))
     _write_reports(outcomes, format.value, output, extra, req.color)
     code = EXIT_USAGE if any(o.error is not None for o in outcomes) else \
         EXIT_FINDINGS if any(o.failing for o in outcomes) else EXIT_OK
