@@ -234,18 +234,16 @@ def load(path: str | Path) -> set[str]:
 
 def load_file(path: str | Path) -> Loaded:
     """Read a baseline file of either format, bounded (see the module docstring)."""
-    from ckptlint.config import UnusableFile, decode_text, read_capped
+    from ckptlint.config import UnusableFile, read_capped, utf8_bytes
 
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)")
     try:
         # capped, regular files only, UTF-8 (a UTF-8 byte-order mark dropped)
-        raw = decode_text(read_capped(p, BASELINE_CAP, "baseline"), str(p), "baseline").encode("utf-8")
+        raw = utf8_bytes(read_capped(p, BASELINE_CAP, "baseline"), str(p), "baseline")
     except UnusableFile as exc:
         raise BaselineError(f"not a usable ckptlint baseline: {exc}") from None
-    except UnicodeEncodeError:  # pragma: no cover - decode_text gives valid UTF-8 text
-        raise BaselineError(f"{p}: not a usable ckptlint baseline: not UTF-8 text") from None
 
     def decode(which: str):
         try:

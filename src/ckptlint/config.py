@@ -92,18 +92,27 @@ _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\x
          (b"\xfe\xff", "UTF-16"))
 
 
-def decode_text(raw: bytes, label: str, what: str = "file") -> str:
-    """UTF-8 text (a UTF-8 byte-order mark is dropped); any other encoding is an UnusableFile."""
+def utf8_bytes(raw: bytes, label: str, what: str = "file") -> bytes:
+    """``raw`` without a UTF-8 byte-order mark, checked to be UTF-8 (no copy of an ASCII file is made);
+    any other encoding is an UnusableFile."""
     for bom, name in _BOMS:
         if raw.startswith(bom):
             raise UnusableFile(f"{label}: {what} is {name} text; ckptlint reads UTF-8 (save it as UTF-8)")
     if b"\x00" in raw:
         raise UnusableFile(f"{label}: {what} holds NUL bytes: not UTF-8 text (UTF-16 without a byte-order mark?)")
-    try:
-        return raw.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UnusableFile(f"{label}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
-                           f"{exc.start})") from None
+    raw = raw.removeprefix(b"\xef\xbb\xbf")
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UnusableFile(f"{label}: {what} is not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset "
+                               f"{exc.start})") from None
+    return raw
+
+
+def decode_text(raw: bytes, label: str, what: str = "file") -> str:
+    """UTF-8 text (a UTF-8 byte-order mark is dropped); any other encoding is an UnusableFile."""
+    return utf8_bytes(raw, label, what).decode("utf-8")
 
 
 def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration file") -> dict[str, Any]:
