@@ -252,8 +252,12 @@ def load_file(path: str | Path) -> Loaded:
             msg, _, at = str(exc).partition(" - at `")
             where = at.rstrip("`").removeprefix("$").lstrip(".") or "(top level)"
             raise BaselineError(f"{p}: not a ckptlint baseline ({where}: {msg})") from None
-        except (msgspec.DecodeError, RecursionError) as exc:
+        except msgspec.DecodeError as exc:
             raise BaselineError(f"not a usable ckptlint baseline: {p}: invalid JSON: {exc}") from None
+        except RecursionError:  # (msgspec's own limit, met while skipping a value nested ~1,000 deep)
+            from ckptlint.jsonlimits import TOO_DEEP
+
+            raise BaselineError(f"not a usable ckptlint baseline: {p}: invalid JSON: {TOO_DEEP}") from None
 
     version = decode("version").ckptlint_baseline
     if version not in (1, 2):
