@@ -33,7 +33,8 @@ def test_write_then_apply(ckpt, tmp_path, capsys):
     code, out, err = ckptlint(capsys, "check", str(ckpt), "-t", T, "--isolated", "--write-baseline", str(base))
     assert code == 0, err  # the findings are now accepted
     assert "wrote 2 fingerprint(s)" in err
-    assert "QD401" in out  # the report is still printed
+    assert out == ""  # one line on stderr, no report (it is for --output)
+    assert len(err.strip().splitlines()) == 1 and "of 2 finding(s) on 1 release(s) (2 error(s)" in err
     doc = json.loads(base.read_text())
     assert doc["ckptlint_baseline"] == 1
     assert {(e["code"], e["target"], e["subject"]) for e in doc["findings"]} == {

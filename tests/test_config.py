@@ -249,7 +249,9 @@ def test_text_output_counts_only_kept_findings(ckpt, capsys):
     assert "Found 0 finding(s)" in out
     # The verdict stays honest: the ignored findings still stop the server, and the reason is printed.
     assert "will not load (ignored by configuration)" in out
-    assert "left out: per-tensor-ignores `model.layers.78.*`: the MTP layer is not served" in out
+    # one line per left-out finding: what it was, where, and why
+    assert "  error QD401 [load-error] sglang 0.5.15 `model.eh_proj`: per-tensor-ignores `model.layers.78.*`:" in out
+    assert " ".join(out.split()).count("per-tensor-ignores `model.layers.78.*`: the MTP layer is not served") == 2
     assert "2 by rule selection and ignores" in err and "ckptlint.toml" in err
 
 

@@ -243,7 +243,13 @@ def test_targets_listing_names_the_boundaries(capsys):
 
     code, out, _ = cli_run(capsys, "targets")
     assert code == 0
-    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    lines: dict[str, str] = {}  # each release's entry, its wrapped lines joined
+    for line in out.splitlines():
+        if line.strip() and not line.startswith(" "):
+            key = line.split()[0]
+            lines[key] = line
+        elif line.strip():
+            lines[key] += " " + line.strip()
     assert "bitsandbytes" in lines["sglang==0.5.5"] and "fbgemm_fp8" in lines["sglang==0.5.16"]
     assert "LM head" in lines["sglang==0.5.15"] and "ignore" in lines["sglang==0.5.23"]
     assert "exclude_modules" in lines["vllm==0.11.0"] and "3-bit" in lines["vllm==0.11.0"]

@@ -67,8 +67,12 @@ def test_one_entry_per_finding_with_its_releases(every_release):
     assert r.returncode == 1, r.stderr
     heads = [e[0] for e in entries(r.stdout)]
     # model.eh_proj fails on 0.5.12 and 0.5.15 with the same text: one entry, not two
-    eh = [e for e in entries(r.stdout) if any("`model.eh_proj` (draft ReplicatedLinear)" in ln for ln in e)]
-    assert len(eh) == 1 and eh[0][0] == "error QD401 quantization-mismatch [load-error] sglang 0.5.12\u20130.5.15"
+    lines = r.stdout.splitlines()
+    eh = [i for i, ln in enumerate(lines) if "`model.eh_proj` (draft ReplicatedLinear)" in ln]
+    assert len(eh) == 1 and re.fullmatch(r"  sglang 0\.5\.12\u20130\.5\.15 \[\d\]:", lines[eh[0] - 1])
+    # the rule's findings that share their explanation are one entry whose head names every release
+    (qd,) = [e for e in entries(r.stdout) if e[0].startswith("error QD401")]
+    assert qd[0] == "error QD401 quantization-mismatch [load-error] sglang 0.5.9\u20130.5.15, vllm 0.24.0 \u2014 13 findings"
     # the same JSON has one finding per release: the text groups them, the JSON does not
     doc = json.loads(run_cli("check", str(BUGGY), "--isolated", "-t", "sglang", "-t", "vllm", "-f", "json").stdout)
     assert len([f for f in doc["findings"] if f["module"] == "model.eh_proj"]) == 2
@@ -121,7 +125,8 @@ def test_wrapped_to_the_width(columns):
     assert max(len(ln) for ln in lines) > int(columns) * 0.8
     # wrapping changes lines, not text
     joined = " ".join(" ".join(lines).split())
-    assert "no `exclude` entry matches `model.eh_proj` under exact_or_regex matching" in joined
+    assert "no `exclude` entry matches the runtime name under exact_or_regex matching" in joined
+    assert "`model.eh_proj` (draft ReplicatedLinear): mxfp4 allocates U8 [64, 64] for the BF16 [64, 128] weight" in joined
 
 
 def _pty_run(args: list[str], env: dict) -> str:
@@ -174,7 +179,7 @@ def test_baselined_load_error_keeps_the_verdict(tmp_path, capsys, monkeypatch):
     assert row.endswith("will not load (accepted in baseline)")
     assert [ln for ln in out.splitlines() if ln.startswith("sglang==0.5.23 ")][0].endswith("  loads")
     assert "Left out of the findings above (0 by configuration, 2 by baseline" in out
-    assert out.count("left out: accepted in the baseline") == 2
+    assert out.count(": accepted in the baseline\n") == 2
     code, out, _ = cli_run(capsys, "check", str(ck), "--isolated", "-t", "sglang==0.5.15", "--baseline", str(base),
                            "-f", "json")
     v = json.loads(out)["verdicts"]["sglang==0.5.15"]
@@ -245,3 +250,27 @@ def test_markdown_matrix_then_findings_then_left_out(tmp_path, capsys):
     assert "- **error `QD401` quantization-mismatch** · load-error · sglang 0.5.12–0.5.15  \n" in out
     # the ignore's reason, escaped: no table cell break, no HTML
     assert "Left out: per-module-ignores `model.eh_proj`: draft \\| not \\<served\\>" in out
+
+
+def test_short_and_nothing_lost(every_release):
+    """The report of the GLM-5 fixture on every release is short (its shared sentences once, one
+    bullet per module), and it still says everything the JSON says of each finding: the module and
+    what it holds, the checkpoint entries that failed, the names to add, what the framework prints."""
+    out = every_release.stdout
+    assert len(out.splitlines()) <= 110
+    doc = json.loads(run_cli("check", str(BUGGY), "--isolated", "-t", "sglang", "-t", "vllm", "-f", "json").stdout)
+    joined = " ".join(out.split())
+    for f in doc["findings"]:
+        assert f["module"] is None or f"`{f['module']}`" in joined, f["module"]
+        msg = " ".join(f["message"].split())
+        assert f["code"] == "QD401" or msg in joined or msg.replace(f["target"], "this release") in joined, msg
+        if f.get("error_text"):
+            assert " ".join(f["error_text"].split()) in joined, f["error_text"]
+        for name in f.get("data", {}).get("suggested_entries", [])[:1]:
+            assert f"`{name}`" in joined, name
+        if f.get("data", {}).get("failed_entries"):
+            assert f"`{f['data']['failed_entries'][0]}`" in joined or "…" in joined
+        if f.get("data", {}).get("module_count"):
+            assert f"and {f['data']['module_count'] - 1} more module(s)" in joined
+    assert out.count("assumes speculative decoding") == 1
+    assert out.count("Keep the checkpoint-named entries") == 1

@@ -132,7 +132,10 @@ def _write_baseline(report, path: str, out: Outcome) -> None:
         n = bl.write(path, report.selected)
     except bl.BaselineError as exc:
         raise UsageError(str(exc)) from None
-    out.notes.append(f"ckptlint: wrote {n} fingerprint(s) to {path}")
+    c = report.counts()
+    out.notes.append(f"ckptlint: wrote {n} fingerprint(s) to {path}, one per module and release of "
+                     f"{c['total']} finding(s) on {len(report.targets)} release(s) ({c['by_severity']['error']} error(s), "
+                     f"{c['by_severity']['warning']} warning(s), {c['by_severity']['info']} info)")
 
 
 def write_many_baseline(outcomes: list[Outcome], path: str) -> str:
@@ -164,6 +167,8 @@ def render(report, fmt: str, req: CheckRequest, out: Outcome) -> None:
         from ckptlint.render.json_out import render_line as r
     elif fmt == "sarif":
         from ckptlint.render.sarif import render as r
+    elif fmt == "concise":
+        from ckptlint.render.concise import render as r
     elif fmt == "markdown":
         from ckptlint.render.markdown import render as md
 

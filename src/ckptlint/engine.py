@@ -246,7 +246,10 @@ def aggregate(findings: list[Finding]) -> list[Finding]:
                            hint=(f"{first.hint}; likewise for the other {len(fs) - 1} module(s)"
                                  + ("; `ckptlint fix` writes every entry" if "suggested_entries" in data else "")
                                  if first.hint else None),
-                           error_text=first.error_text,
+                           hint_note=first.hint_note, error_text=first.error_text,
+                           family=first.family, family_hint=first.family_hint,
+                           brief=(f"{first.brief} (and {len(fs) - 1} more module(s) matching `{pattern}`)"
+                                  if first.brief else None),
                            assumptions=first.assumptions, data=data,
                            message=f"{first.message} [the same for {len(fs) - 1} more module(s) matching "
                                    f"`{pattern}`]"))

@@ -66,6 +66,16 @@ class Finding:
     error_text: str | None = None
     assumptions: list[str] = field(default_factory=list)
     data: dict[str, Any] = field(default_factory=dict)
+    # The part of ``hint`` (its end, written " (NOTE)") that applies alike to many findings: the text
+    # report prints it once, as a note; every other format keeps ``hint`` whole.
+    hint_note: str | None = None
+    # Text-report forms for a finding that shares its explanation with others of its rule: ``family``
+    # is the shared explanation and ``family_hint`` the shared fix (printed once, above the members),
+    # ``brief`` what is this finding's own (its module, stored and allocated forms, entries). Set
+    # together or not at all; every other format keeps ``message`` and ``hint`` whole.
+    family: str | None = None
+    family_hint: str | None = None
+    brief: str | None = None
 
     def __post_init__(self) -> None:
         if self.severity is None:

@@ -31,7 +31,7 @@ ReportOpt = Annotated[Optional[list[str]], Option(
 def check(
     path: PathsArg,
     target: TargetsOpt = None,
-    format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0) or github (workflow-command annotations, then the text report).")] = CheckFormat.text,
+    format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0), github (workflow-command annotations, then the text report) or concise (one line per finding: PATH:LINE:COL: CODE [consequence] releases: message).")] = CheckFormat.text,
     fail_on: Annotated[Optional[FailOn], Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
     select: Annotated[Optional[list[str]], Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
     ignore: Annotated[Optional[list[str]], Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
@@ -39,7 +39,7 @@ def check(
     output: Annotated[Optional[str], Option("--output", "-o", help="Write the report to this file.")] = None,
     report: ReportOpt = None,
     baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones); with several checkpoints, each takes the entries under its own key.")] = None,
-    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (several checkpoints: one file, keyed by checkpoint).")] = None,
+    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (several checkpoints: one file, keyed by checkpoint); prints one line, and the report only with --output.")] = None,
     kv_cache_fraction: KvFractionOpt = None,
     color: Annotated[Color, Option("--color", help="Colour in the text report: auto (a terminal, unless NO_COLOR is set), always, never.")] = Color.auto,
     quiet: Annotated[bool, Option("--quiet", "-q", help="No progress on stderr.")] = False,
@@ -66,7 +66,8 @@ def check(
     outcomes = _run(paths, req, format.value, output, quiet)
     if write_baseline and len(paths) > 1:
         echo(batch.write_many_baseline(outcomes, write_baseline))
-    _write_reports(outcomes, format.value, output, extra, req.color)
+    # --write-baseline records findings: its one line (on stderr) is the output, unless --output asks for the report
+    _write_reports(outcomes, format.value, output, extra, req.color, stdout=not write_baseline or bool(output))
     code = EXIT_USAGE if any(o.error is not None for o in outcomes) else \
         EXIT_FINDINGS if any(o.failing for o in outcomes) else EXIT_OK
     raise SystemExit(code)
@@ -154,10 +155,11 @@ def _run(paths: list[str], req, fmt: str, output: str | None, quiet: bool) -> li
     return outcomes
 
 
-def _write_reports(outcomes: list, fmt: str, output: str | None, extra: list[tuple[str, str]], color: bool) -> None:
+def _write_reports(outcomes: list, fmt: str, output: str | None, extra: list[tuple[str, str]], color: bool,
+                   stdout: bool = True) -> None:
     from ckptlint.render import multi
 
-    if not (fmt == "jsonl" and not output and len(outcomes) > 1):  # (streamed already)
+    if stdout and not (fmt == "jsonl" and not output and len(outcomes) > 1):  # (streamed already)
         common.emit(multi.render(outcomes, fmt, color), output)
     for f, file in extra:
         common.emit(multi.render(outcomes, f, False), file)

@@ -26,7 +26,7 @@ class Format(str, Enum):
 
 
 class CheckFormat(str, Enum):
-    """``check`` also writes JSON lines, Markdown, SARIF 2.1.0 and GitHub workflow-command annotations."""
+    """``check`` also writes JSON lines, Markdown, SARIF 2.1.0, GitHub workflow-command annotations and one line per finding (concise)."""
 
     text = "text"
     json = "json"
@@ -34,6 +34,7 @@ class CheckFormat(str, Enum):
     markdown = "markdown"
     sarif = "sarif"
     github = "github"
+    concise = "concise"
 
 
 class RulesFormat(str, Enum):

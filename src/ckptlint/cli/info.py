@@ -21,9 +21,13 @@ def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.t
                                       "sources": [dict(s) if isinstance(s, dict) else s.model_dump() for s in t.data.sources]} for t in ts],
                                     indent=2) + "\n")
         return
+    from ckptlint.render.text import default_width, wrap
+
+    width = default_width()
     for t in ts:
         first = t.data.summary.split(". ")[0].rstrip(".")
-        sys.stdout.write(f"{t.id:<16} {t.data.released or '':<11} {first}.\n")
+        lead = f"{t.id:<16} {t.data.released or '':<11} "
+        sys.stdout.write("\n".join(wrap(f"{first}.", width, lead, " " * len(lead))) + "\n")
 
 
 def rules(format: Annotated[RulesFormat, typer.Option("--format", "-f")] = RulesFormat.text) -> None:

@@ -32,6 +32,7 @@ class Group:
     error_text: str | None = None
     assumptions: tuple[str, ...] = ()
     reason: str | None = None  # for left-out findings: why
+    brief: str | None = None  # the finding's own part when its family's explanation is printed apart
 
     def text(self, value: str | None) -> str | None:
         """``value`` with the release put back: its name for one release, "this release" for several."""
@@ -66,7 +67,7 @@ def group_findings(findings: Iterable[Finding], reasons: Sequence[str | None] | 
                f.target is None)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = Group(f, [], msg or "", hint, err, assumptions, reason)
+            g = groups[key] = Group(f, [], msg or "", hint, err, assumptions, reason, _norm(pat, f.brief))
         if f.target is not None and f.target not in g.targets:
             g.targets.append(f.target)
     return list(groups.values())

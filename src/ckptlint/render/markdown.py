@@ -57,24 +57,75 @@ def matrix(report: Report) -> list[str]:
     return lines
 
 
-def entry(g: Group, report: Report) -> list[str]:
+def entry(g: Group, report: Report, notes=None) -> list[str]:
+    """One finding on the releases of its group; with ``notes`` (:class:`ckptlint.render.text.Notes`)
+    its assumptions and the shared part of its fix are references to notes printed once."""
     f = g.finding
     where = release_ranges(g.targets, report.targets) if g.targets else "checkpoint"
     message = g.text(g.message) or ""
     subject = f.module or f.file
     if subject and subject not in message:
         message = f"`{subject}`: {message}"
-    out = [f"- **{f.severity.value} `{f.code}` {f.name}** · {f.consequence.value} · {escape(where)}  ",
+    refs = _refs(g.assumptions, g, notes)
+    out = [f"- **{f.severity.value} `{f.code}` {f.name}** · {f.consequence.value} · {escape(where)}{refs}  ",
            f"  {inline(message)}"]
     if g.error_text:
         out[-1] += "  "
         out.append(f"  Framework prints: {_code(clean(g.text(g.error_text) or ''))}")
-    for label, value in (("Fix", g.text(g.hint)), ("Assumes", "; ".join(g.text(a) or "" for a in g.assumptions)),
-                         ("Left out", g.reason)):
+    hint = g.text(g.hint)
+    if hint and notes is not None:
+        hint = _with_note(hint, f.hint_note, notes)
+    assumes = "; ".join(g.text(a) or "" for a in g.assumptions) if notes is None else None
+    for label, value in (("Fix", hint), ("Assumes", assumes), ("Left out", g.reason)):
         if value:
             out[-1] += "  "
             out.append(f"  {label}: {inline(value)}")
     return out
+
+
+def _refs(assumptions, g: Group, notes) -> str:
+    if notes is None:
+        return ""
+    return "".join(" " + escape(notes.ref("assumes " + (g.text(a) or ""))) for a in assumptions)
+
+
+def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
+    """Findings of one rule that share their explanation and fix (``Finding.family``): both once,
+    then the members by release set, one bullet each with what the framework prints."""
+    order = {t.id: i for i, t in enumerate(report.targets)}
+    subsets: dict[tuple, list[Group]] = {}
+    for g in fam:
+        key = tuple(sorted(g.targets, key=lambda t: order.get(t, len(order))))
+        subsets.setdefault((key, g.assumptions), []).append(g)
+    every = sorted({t for g in fam for t in g.targets}, key=lambda t: order.get(t, len(order)))
+    one = len(subsets) == 1
+    f = fam[0].finding
+    refs = _refs(fam[0].assumptions, fam[0], notes) if one else ""
+    out = [f"- **{f.severity.value} `{f.code}` {f.name}** · {f.consequence.value} · "
+           f"{escape(release_ranges(every, report.targets))}{refs} · {len(fam)} findings  ",
+           f"  {inline(f.family or '')}"]
+    if f.family_hint:
+        out[-1] += "  "
+        out.append(f"  Fix: {inline(_with_note(f.family_hint, f.hint_note, notes))}")
+    for (targets, assumptions), members in sorted(subsets.items(),
+                                                   key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]]):
+        indent = "  "
+        if not one:
+            out.append(f"  - {escape(release_ranges(list(targets), report.targets))}"
+                       f"{_refs(assumptions, members[0], notes)}")
+            indent = "    "
+        for g in members:
+            out.append(f"{indent}- {inline(g.text(g.brief) or '')}")
+            if g.error_text:
+                out[-1] += "  "
+                out.append(f"{indent}  Framework prints: {_code(clean(g.text(g.error_text) or ''))}")
+    return out
+
+
+def _with_note(text: str, note, notes) -> str:
+    from ckptlint.render.text import _with_note as replace
+
+    return replace(text, note, notes)
 
 
 def section(report: Report, level: int = 2) -> list[str]:
@@ -91,9 +142,20 @@ def section(report: Report, level: int = 2) -> list[str]:
     lines += matrix(report)
     groups = sort_groups(group_findings(report.findings), [t.id for t in report.targets])
     if groups:
+        from ckptlint.render.text import Notes, _family_key, families
+
+        notes = Notes()
         lines += ["", f"{h}# Findings", ""]
-        for g in groups:
-            lines += entry(g, report)
+        for fam in families(groups):
+            if len(fam) > 1 and _family_key(fam[0])[0] == "shared":
+                lines += _shared_family(fam, report, notes)
+            else:
+                for g in fam:
+                    lines += entry(g, report, notes)
+        if notes.texts:
+            lines.append("")
+            lines += [f"{escape(f'[{i}]')} {inline(t)}  " for i, t in enumerate(notes.texts, 1)]
+            lines[-1] = lines[-1].rstrip()
     if report.accepted:
         lines += ["", f"{h}# Left out (configuration or baseline; the verdicts above still count them)", ""]
         acc = report.accepted

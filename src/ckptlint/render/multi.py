@@ -140,6 +140,12 @@ def github(outcomes: list["Outcome"]) -> str:
     return assemble([o.annotations for o in outcomes], texts + ["\n".join(text_matrix(outcomes)).lstrip("\n") + "\n"])
 
 
+def concise(outcomes: list["Outcome"]) -> str:
+    """Every checkpoint's lines, one after the other; one that could not be checked as one line."""
+    return "".join(o.outputs["concise"] if o.error is None else f"{clean(o.path)}: error: {clean(o.error)}\n"
+                   for o in outcomes)
+
+
 def render(outcomes: list["Outcome"], fmt: str, color: bool = False) -> str:
     """The report of a run in format ``fmt``: one checkpoint's own report, or the combined one."""
     if len(outcomes) == 1 and outcomes[0].error is None:
@@ -150,7 +156,7 @@ def render(outcomes: list["Outcome"], fmt: str, color: bool = False) -> str:
             return assemble([o.annotations], [o.outputs["github"]])
         return o.outputs[fmt]
     return {"json": render_json, "jsonl": jsonl, "sarif": sarif, "markdown": markdown,
-            "github": github}.get(fmt, lambda oo: text(oo, color))(outcomes)
+            "github": github, "concise": concise}.get(fmt, lambda oo: text(oo, color))(outcomes)
 
 
 def sarif(outcomes: list["Outcome"]) -> str:

@@ -105,58 +105,190 @@ def _subject(g: Group) -> str | None:
     return f.module or f.file or (f.tensors[0] if f.tensors else None)
 
 
-def entry(g: Group, report: Report, style: Style) -> list[str]:
-    """One finding (on all the releases of its group): a head line, the message, the framework's
-    error, the fix, the assumptions; the subject is named once."""
+class Notes:
+    """Sentences that apply to many findings (an assumption, the shared part of a fix), printed once
+    at the end of the findings and referred to as ``[n]``."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def ref(self, text: str) -> str:
+        if text not in self.texts:
+            self.texts.append(text)
+        return f"[{self.texts.index(text) + 1}]"
+
+    def lines(self, width: int) -> list[str]:
+        out: list[str] = []
+        for i, t in enumerate(self.texts, 1):
+            out += wrap(clean(t), width, f"[{i}] ", " " * (len(str(i)) + 3))
+        return out
+
+
+def _where(g: Group, report: Report) -> str:
+    return release_ranges(g.targets, report.targets) if g.targets else "checkpoint"
+
+
+def _head(g: Group, report: Report, style: Style, notes: Notes, count: int = 1) -> list[str]:
     f = g.finding
-    where = release_ranges(g.targets, report.targets) if g.targets else "checkpoint"
     sev = f.severity.value
-    head = f"{style.paint(sev, sev)} {style.paint(f.code, 'code')} {f.name} [{f.consequence.value}] {where}"
-    head_plain = f"{sev} {f.code} {f.name} [{f.consequence.value}] {where}"
-    out = [head] if len(head_plain) <= style.width else \
-        [head.replace(where, ""), *wrap(where, style.width, "    ", "    ")]
+    refs = "".join(" " + notes.ref("assumes " + (g.text(a) or "")) for a in g.assumptions)
+    tail = f"{refs} \u2014 {count} findings" if count > 1 else refs
+    where = _where(g, report)
+    plain = f"{sev} {f.code} {f.name} [{f.consequence.value}] {where}{tail}"
+    head = f"{style.paint(sev, sev)} {style.paint(f.code, 'code')} {f.name} [{f.consequence.value}] "
+    if len(plain) <= style.width:
+        return [head + where + tail]
+    return [head.rstrip(), *wrap(where + tail, style.width, "    ", "    ")]
+
+
+def _body(g: Group, style: Style, notes: Notes, first: str, rest: str) -> list[str]:
+    """The message (with its subject), the framework's error, the fix and why it was left out."""
+    f = g.finding
     message = clean(g.text(g.message) or "")
     subject = _subject(g)
     if subject and subject not in message:
         message = f"{clean(subject)}: {message}"
     width = style.width
-    out += wrap(message, width, "  ", "    ")
+    out = wrap(message, width, first, rest + "  ")
     if g.error_text:
-        out += wrap(clean(g.text(g.error_text) or ""), width, "  framework prints: ", "    ")
+        out += wrap(clean(g.text(g.error_text) or ""), width, rest + "framework prints: ", rest + "  ")
     if g.hint:
-        out += wrap(clean(g.text(g.hint) or ""), width, "  fix: ", "    ")
-    if g.assumptions:
-        out += wrap(clean("; ".join(g.text(a) or "" for a in g.assumptions)), width, "  assumes: ", "    ")
+        hint = _with_note(g.text(g.hint) or "", f.hint_note, notes)
+        out += wrap(clean(hint), width, rest + "fix: ", rest + "  ")
     if g.reason:
-        out += wrap(clean(g.reason), width, "  left out: ", "    ")
+        out += wrap(clean(g.reason), width, rest + "left out: ", rest + "  ")
     return out
 
 
-def summary_line(report: Report) -> str:
+def entry(g: Group, report: Report, style: Style, notes: Notes | None = None) -> list[str]:
+    """One finding (on all the releases of its group): a head line, the message, the framework's
+    error and the fix; the subject is named once, shared sentences as ``[n]`` (``notes``)."""
+    notes = notes if notes is not None else Notes()
+    return _head(g, report, style, notes) + _body(g, style, notes, "  ", "  ")
+
+
+def _family_key(g: Group) -> tuple:
+    f = g.finding
+    if f.family and g.brief:
+        return ("shared", f.code, f.severity, f.consequence, g.reason, f.family, f.family_hint)
+    return (f.code, f.severity, f.consequence, tuple(g.targets), g.assumptions, g.reason)
+
+
+def families(groups: list[Group]) -> list[list[Group]]:
+    """Entries shown under one head line: every entry of one rule and consequence whose rule gave
+    the same shared explanation (``Finding.family``), on whatever releases, and otherwise runs of
+    consecutive entries of one rule, consequence, release set and assumptions."""
+    out: list[list[Group]] = []
+    shared: dict[tuple, list[Group]] = {}
+    for g in groups:
+        key = _family_key(g)
+        if key[0] == "shared":
+            if key in shared:
+                shared[key].append(g)
+                continue
+            shared[key] = [g]
+            out.append(shared[key])
+        elif out and _family_key(out[-1][0]) == key:
+            out[-1].append(g)
+        else:
+            out.append([g])
+    return out
+
+
+def _with_note(text: str, note: str | None, notes: Notes) -> str:
+    """``text`` with its shared note " (NOTE)" replaced by a reference to the note printed once."""
+    if note and f" ({note})" in text:
+        return text.replace(f" ({note})", " " + notes.ref(note[:1].upper() + note[1:] + "."), 1)
+    return text
+
+
+def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes) -> list[str]:
+    """A family whose members share their explanation and fix: both once, then the members by
+    release set (with that set's assumptions), one bullet each, with what the framework prints."""
+    order = {t.id: i for i, t in enumerate(report.targets)}
+    subsets: dict[tuple, list[Group]] = {}
+    for g in fam:
+        subsets.setdefault((tuple(sorted(g.targets, key=lambda t: order.get(t, len(order)))), g.assumptions),
+                           []).append(g)
+    every = sorted({t for g in fam for t in g.targets}, key=lambda t: order.get(t, len(order)))
+    one = len(subsets) == 1  # one release set and assumptions: said in the head line, no sub-heads
+    union = Group(fam[0].finding, every, assumptions=fam[0].assumptions if one else ())
+    out = _head(union, report, style, notes, len(fam))
+    f = fam[0].finding
+    width = style.width
+    out += wrap(clean(f.family or ""), width, "  ", "    ")
+    if f.family_hint:
+        out += wrap(clean(_with_note(f.family_hint, f.hint_note, notes)), width, "  fix: ", "    ")
+    ranked = sorted(subsets.items(), key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]])
+    for (targets, assumptions), members in ranked:
+        if not one:
+            refs = "".join(" " + notes.ref("assumes " + (members[0].text(a) or "")) for a in assumptions)
+            out += wrap(clean(_where(members[0], report)) + refs + ":", width, "  ", "    ")
+        for g in members:
+            out += wrap(clean(g.text(g.brief) or ""), width, "  - ", "      ")
+            if g.error_text:
+                out += wrap(clean(g.text(g.error_text) or ""), width, "      framework prints: ", "        ")
+    return out
+
+
+def family_lines(fam: list[Group], report: Report, style: Style, notes: Notes) -> list[str]:
+    if len(fam) == 1:
+        return entry(fam[0], report, style, notes)
+    if _family_key(fam[0])[0] == "shared":
+        return _shared_family(fam, report, style, notes)
+    out = _head(fam[0], report, style, notes, len(fam))
+    for g in fam:
+        out += _body(g, style, notes, "  - ", "    ")
+    return out
+
+
+def summary_line(report: Report, shown: int | None = None) -> str:
+    """How many findings the report shows, and (when a finding applies to several releases) how
+    many finding × release pairs they stand for, which the severity counts count."""
     c = report.counts()
     sev = c["by_severity"]
-    return (f"Found {c['total']} finding(s): {sev['error']} error(s), {sev['warning']} warning(s), "
-            f"{sev['info']} info.")
+    counts = f"{sev['error']} error(s), {sev['warning']} warning(s), {sev['info']} info"
+    if shown is None or shown == c["total"]:
+        return f"Found {c['total']} finding(s): {counts}."
+    return f"Found {shown} finding(s) ({c['total']} counting each release): {counts}."
 
 
-def matrix(report: Report, style: Style = Style()) -> list[str]:
-    """One row per release, one column per consequence (reported findings), and the verdict."""
-    if not report.targets:
-        return []
-    width = max(len("release"), *(len(t.id) for t in report.targets))
-    head = "release".ljust(width) + "  " + "  ".join(CONSEQUENCES) + "  verdict"
-    rows = ["", head]
+def _rows(report: Report) -> list[tuple[list[str], object]]:
+    """Verdicts of consecutive releases of one framework that agree in every column, as one row."""
+    rows: list[tuple[list[str], object]] = []
+    last = None
     for v in verdicts(report):
-        cells = "  ".join(str(v.counts[c]).rjust(len(c)) for c in CONSEQUENCES)
-        rows.append(f"{v.target.ljust(width)}  {cells}  {style.paint(v.label, _VERDICT_STYLE[v.status])}")
-    if any(f.target is None for f in report.findings):
-        rows.append("(checkpoint-wide findings are counted on every row)")
+        fw = v.target.partition("==")[0]
+        key = (fw, tuple(v.counts[c] for c in CONSEQUENCES), v.status, v.accepted_by)
+        if rows and key == last:
+            rows[-1][0].append(v.target)
+        else:
+            rows.append(([v.target], v))
+        last = key
     return rows
 
 
+def matrix(report: Report, style: Style = Style()) -> list[str]:
+    """One row per release (consecutive releases with the same row as one range), one column per
+    consequence (reported findings), and the verdict."""
+    if not report.targets:
+        return []
+    rows = _rows(report)
+    names = [ids[0] if len(ids) == 1 else release_ranges(ids, report.targets) for ids, _ in rows]
+    width = max(len("release"), *(len(n) for n in names))
+    head = "release".ljust(width) + "  " + "  ".join(CONSEQUENCES) + "  verdict"
+    out = ["", head]
+    for name, (ids, v) in zip(names, rows):
+        cells = "  ".join(str(v.counts[c]).rjust(len(c)) for c in CONSEQUENCES)
+        out.append(f"{name.ljust(width)}  {cells}  {style.paint(v.label, _VERDICT_STYLE[v.status])}")
+    if any(f.target is None for f in report.findings):
+        out.append("(checkpoint-wide findings are counted on every row)")
+    return out
+
+
 def left_out(report: Report, style: Style) -> list[str]:
-    """The findings configuration or a baseline left out, with their reasons (rules that were not
-    selected are summarised by code: with --select they can be many)."""
+    """The findings configuration or a baseline left out, one line each with its reason (rules
+    that were not selected are summarised by code: with --select they can be many)."""
     if not report.accepted:
         return []
     shown = [a for a in report.accepted if a.reason != "rule not selected"]
@@ -166,7 +298,11 @@ def left_out(report: Report, style: Style) -> list[str]:
     groups = sort_groups(group_findings([a.finding for a in shown], [a.reason for a in shown]),
                          [t.id for t in report.targets])
     for g in groups:
-        lines += entry(g, report, style)
+        f = g.finding
+        subject = _subject(g)
+        what = f"{f.severity.value} {f.code} [{f.consequence.value}] {_where(g, report)}" + \
+            (f" `{subject}`" if subject else "") + f": {g.reason}"
+        lines += wrap(clean(what), style.width, "  ", "    ")
     if unselected:
         codes: dict[str, int] = {}
         for a in unselected:
@@ -180,14 +316,14 @@ def render(report: Report, verbose: bool = False, style: Style | None = None) ->
     style = style or Style(width=default_width())
     lines = header(report, style)
     groups = sort_groups(group_findings(report.findings), [t.id for t in report.targets])
-    if groups:
+    notes = Notes()
+    for fam in families(groups):
         lines.append("")
-    for i, g in enumerate(groups):
-        if i:
-            lines.append("")
-        lines += entry(g, report, style)
-    lines += ["", summary_line(report)]
+        lines += family_lines(fam, report, style, notes)
+    if notes.texts:
+        lines.append("")
+        lines += notes.lines(style.width)
+    lines += ["", *wrap(summary_line(report, len(groups)), style.width, "", "  ")]
     lines += matrix(report, style)
     lines += left_out(report, style)
     return defuse_commands("\n".join(lines)) + "\n"
-

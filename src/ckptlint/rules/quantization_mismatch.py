@@ -88,11 +88,13 @@ class QuantizationMismatch(Rule):
                 adds, hint = _config_hint(plan, rm, key, ckpt_named)
                 data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
                         "failed_entries": ckpt_named[:50], "suggested_entries": adds}
+                short = _short_forms(plan, rm, key, where, mismatches, ckpt_named, adds, hint) if adds else {}
                 clash = _main_module_also_excluded(plan, rm, adds) if adds else None
                 if clash is not None:
                     data["suggested_entries"] = []
                     data["not_fixable"] = (f"the draft loads this module under the main model's name: an entry that "
                                            f"excludes `{rm.name}` also excludes the main model's quantized `{clash}`")
+                    short = {}
                     hint = (f"no `{key}` entry can exclude the draft's `{rm.name}` without also excluding the main "
                             f"model's quantized `{clash}`: store the MTP module quantized like the main model, or "
                             "serve without MTP speculative decoding (--no-speculative)")
@@ -103,10 +105,54 @@ class QuantizationMismatch(Rule):
                 hint = (f"remove `{d.entry}` from `quantization_config.{key}`, or store `{rm.name}` unquantized"
                         if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
                 data = {"direction": first.direction, "matched_entry": d.entry}
+                short = {}
             yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
                                file=first.shard.tensors[0].file if first.shard.tensors else None,
-                               hint=hint, error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
-                               data=data)
+                               hint=hint, hint_note=KEEP_NOTE if hint and f"({KEEP_NOTE})" in hint else None,
+                               error_text=first.error_text, assumptions=list(plan.assumptions) if rm.role == "draft" else [],
+                               data=data, **short)
+
+
+def _short_forms(plan, rm, key: str, where: str, mismatches, ckpt_named: list[str], adds: list[str],
+                 hint: str) -> dict[str, str]:
+    """The text report's family forms of an "unquantized into quantized" finding whose fix is the
+    usual skip-list addition: the explanation its family shares, the shared fix, and this finding's own part
+    (nothing is left out: module, loader, stored form, what the scheme allocates, the entries that
+    failed and the names to add)."""
+    d = rm.decision
+    first = mismatches[0]
+    prefix = "add the runtime name(s) "
+    if not hint.startswith(prefix):
+        return {}
+    section = f"{_section(plan)}.{key}"
+    stored = first.shard.stored.describe()
+    own = f"`{rm.name}` ({where})"
+    if stored not in first.detail:
+        own += f", stored {stored}"
+    if len(mismatches) > 1:
+        own += f" (and {len(mismatches) - 1} more checkpoint modules like it)"
+    own += f": {first.detail}"
+    if ckpt_named:
+        own += (f"; checkpoint-named entr{'y' if len(ckpt_named) == 1 else 'ies'} `{ckpt_named[0]}`"
+                f"{' …' if len(ckpt_named) > 1 else ''}")
+    if adds != [rm.name]:
+        own += f"; add {', '.join(f'`{a}`' for a in adds)}"
+    scheme = d.scheme.name if d.scheme else "quantized"
+    return {"family": (f"built {scheme} but stored unquantized: no `{key}` entry matches the runtime name "
+                       f"under {plan.method.match} matching (nor do the checkpoint-named entries listed)"),
+            "family_hint": (f"add each runtime name to `{section}`"
+                            + (f" ({KEEP_NOTE})" if f"({KEEP_NOTE})" in hint else "")),
+            "brief": own}
+
+
+def _section(plan) -> str:
+    """Where the skip list is written: `quantization_config` of config.json, else the `quantization`
+    section of hf_quant_config.json."""
+    in_config = plan.quant is None or plan.quant.source_file == "config.json"
+    return "quantization_config" if in_config else "quantization"
+
+
+KEEP_NOTE = "keep the checkpoint-named entries for frameworks that use them"
 
 
 def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], str]:
@@ -115,7 +161,6 @@ def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], 
     import re
 
     method = plan.method
-    where = "config.json" if plan.quant is None or plan.quant.source_file == "config.json" else plan.quant.source_file
     if rm.kind == "moe" and method.moe == "never":
         return [], (f"{plan.target.resolved} never excludes a FusedMoE for {plan.quant.method_key} (no `{key}` entry or "
                     "rule can make it unquantized): store the experts quantized, or serve with a release or "
@@ -129,6 +174,6 @@ def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], 
     if key == "dynamic":
         rules = [f'"-:{re.escape(a)}$": {{}}' for a in adds]
         return adds, f"add {', '.join(rules)} to `quantization_config.dynamic` (a `-:` rule is re.match'ed against the layer name)"
-    section = "quantization_config" if where == "config.json" else "quantization"
+    section = _section(plan)
     return adds, (f"add the runtime name(s) {', '.join(f'`{a}`' for a in adds)} to `{section}.{key}`"
-                  + (" (keep the checkpoint-named entries for frameworks that use them)" if ckpt_named else ""))
+                  + (f" ({KEEP_NOTE})" if ckpt_named else ""))
