@@ -221,7 +221,7 @@ def test_side_file_sweep(small, tmp_path, capsys, doc, kind, n, value):
 @pytest.mark.parametrize("kind,n,value", VALUES, ids=[f"{k}-{n}-{v[0]}" for k, n, v in VALUES])
 def test_baseline_and_settings_sweep(small, tmp_path, capsys, kind, n, value):
     """A baseline with such a value anywhere is a one-line usage error (its schema has no place for
-    either); a ckptlint.toml nested that deep is too (TOML numbers are bounded by tomllib itself)."""
+    either); so is a ckptlint.toml with ``tp`` nested, or an integer of more digits than Python converts."""
     base = tmp_path / "b.json"
     base.write_text('{"ckptlint_baseline": 1, "findings": [], "ckptlint_version": ' + value + "}")
     code, out, err = cli_run(capsys, "check", str(small), "-t", T, "--isolated", "--baseline", str(base))
@@ -230,11 +230,15 @@ def test_baseline_and_settings_sweep(small, tmp_path, capsys, kind, n, value):
     base.write_text('{"ckptlint_baseline": 2, "checkpoints": {"ck": {"findings": ' + value + "}}}")
     code, out, err = cli_run(capsys, "check", str(small), "-t", T, "--isolated", "--baseline", str(base))
     assert code == 2 and one_line(err).startswith("ckptlint: error: ")
-    if kind == "depth":
-        toml = tmp_path / "ckptlint.toml"
-        toml.write_text("tp = " + value + "\n")
-        code, out, err = cli_run(capsys, "check", str(small), "-t", T, "--config", str(toml))
+    toml = tmp_path / "ckptlint.toml"
+    toml.write_text("tp = " + value + "\n")
+    code, out, err = cli_run(capsys, "check", str(small), "-t", T, "--config", str(toml), "-q")
+    assert "internal error" not in err and "Traceback" not in err
+    if kind == "digits" and _within(kind, n):
+        assert code in (0, 1) if value[0] != "-" else code == 2, err  # a TP of 4,300 digits is checked
+    else:
         assert code == 2 and one_line(err).startswith("ckptlint: error: ")
+        assert kind == "depth" or f"{n:,} digits" in err, err
 
 
 @pytest.mark.parametrize("kind,n,value", VALUES, ids=[f"{k}-{n}-{v[0]}" for k, n, v in VALUES])
@@ -287,3 +291,19 @@ def test_hub_documents_sweep(hub, tmp_path, kind, n, value):
     report = check(open_path("hf://org/repo", endpoint=hub.endpoint), resolve(T))  # type: ignore[arg-type]
     cf = [f for f in report.checkpoint.issues if f.code == "CF302"]
     assert (cf == []) == _within(kind, n), cf
+
+
+@pytest.mark.parametrize("key", ["head_dim", "hidden_size", "intermediate_size", "num_attention_heads",
+                                 "num_key_value_heads", "num_hidden_layers", "vocab_size"])
+@pytest.mark.parametrize("sign", [1, -1])
+def test_config_numbers_of_4300_digits_are_checked(tmp_path, capsys, key, sign):
+    """The largest integers a config may hold (4,300 digits) flow into shapes and partitions: products of
+    them are printed in findings (before: "Exceeds the limit (4300 digits) for integer string conversion",
+    exit 3, for head_dim)."""
+    ck = tmp_path / "ck"
+    shutil.copytree(FP8, ck)
+    cfg = json.loads((ck / "config.json").read_text())
+    cfg[key] = sign * int("9" * jsonlimits.MAX_INT_DIGITS)
+    (ck / "config.json").write_text(json.dumps(cfg))
+    code, out, err = cli_run(capsys, "check", str(ck), *EVERY, "--isolated", "-q", "-f", "json")
+    assert code in (0, 1) and "internal error" not in err, err[-2000:]

@@ -117,13 +117,25 @@ def decode_text(raw: bytes, label: str, what: str = "file") -> str:
 
 def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration file") -> dict[str, Any]:
     """A TOML document, read with :func:`read_capped` and :func:`decode_text`."""
+    import re
     import tomllib
 
+    from ckptlint.jsonlimits import MAX_INT_DIGITS
+
     text = decode_text(read_capped(path, cap, what), str(path), what)
+    # tomllib converts integers with int(): a longer run of digits is refused before it is converted
+    # (anywhere, strings and comments included: no setting needs one)
+    m = re.search(r"\d{%d}\d*" % (MAX_INT_DIGITS + 1), text)
+    if m is not None:
+        line = text.count("\n", 0, m.start()) + 1
+        raise UnusableFile(f"{path}: invalid TOML: a run of {len(m.group()):,} digits at line {line} (more than "
+                           f"{MAX_INT_DIGITS:,}, Python's limit for an integer)")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UnusableFile(f"{path}: invalid TOML: {exc}") from None
+    except ValueError as exc:  # pragma: no cover - a number tomllib cannot convert (refused above)
+        raise UnusableFile(f"{path}: invalid TOML: {str(exc).splitlines()[0]}") from None
     except RecursionError:
         raise UnusableFile(f"{path}: invalid TOML: arrays or tables nested too deeply") from None
 

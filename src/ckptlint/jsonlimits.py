@@ -19,6 +19,13 @@ Limits, the same on every path:
   fail on it the same way); the bound is applied here, before any conversion, whatever the
   interpreter's setting.
 
+Numbers computed from these (a partition is a product of a few config values) can be longer than the
+values read: :func:`allow_computed_digits`, called when the command line starts, lets such a result be
+printed up to :data:`COMPUTED_DIGITS` digits (Python's default refuses more than 4,300, with an
+error). Text is never converted to an integer above :data:`MAX_INT_DIGITS` digits: JSON here, TOML
+settings by :func:`ckptlint.config.load_toml` (a run of more digits is refused before tomllib sees it),
+HTTP numbers by :func:`ckptlint.reader.hubhttp.http_number`.
+
 Every problem is a :class:`JsonLimitError` (a ``ValueError``) whose message is one line; callers
 turn it into a finding or a usage error. No path raises ``RecursionError`` or an integer-conversion
 error: the depth is measured without recursion, and a parser's own ``RecursionError`` on a
@@ -34,6 +41,18 @@ import msgspec
 
 MAX_DEPTH = 127  # serde_json's recursion limit (checked with serde_json 1.0 / safetensors 0.8.0)
 MAX_INT_DIGITS = 4300  # Python's default int/str conversion limit (sys.int_info.default_max_str_digits)
+
+
+COMPUTED_DIGITS = 50_000  # ten products of two 4,300-digit values; printed in well under a second
+
+
+def allow_computed_digits() -> None:
+    """Let integers of up to :data:`COMPUTED_DIGITS` digits be printed (see the module docstring)."""
+    import sys
+
+    get = getattr(sys, "get_int_max_str_digits", None)
+    if get is not None and 0 < get() < COMPUTED_DIGITS:
+        sys.set_int_max_str_digits(COMPUTED_DIGITS)
 
 
 class JsonLimitError(ValueError):
