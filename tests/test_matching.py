@@ -132,3 +132,28 @@ def test_keyed_work_per_name_is_linear_in_its_components():
         # four times the components: at most ~4x the memory (plus slack), far from 16x
         assert costs[1][1] < 6 * costs[0][1] + (64 << 10), (mode, costs)
         assert costs[1][0] < 1.0, (mode, costs)
+
+
+_glob = st.one_of(_tiny, _tiny.map(lambda n: "language_model." + n), st.sampled_from(["*a*", "a*", "b.*", "*", "a[b", "x?"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(entries=st.lists(_glob, min_size=1, max_size=30), names=st.lists(_tiny, min_size=1, max_size=12))
+def test_glob_component_index_picks_the_same_first_entry_as_a_scan(entries, names):
+    """glob_component lists index their wildcard-free entries by text: the first matching entry in
+    written order is the same as trying every glob on the name, its `language_model.`-less form and
+    each component."""
+    cl = compile_list("glob_component", entries * (1 + 16 // len(entries)))
+    for name in names + ["language_model." + n for n in names[:3]] + [e + ".a" for e in entries[:5]]:
+        assert cl.first_rule(name) == _linear(cl, name), name
+
+
+def test_glob_component_long_name_is_linear():
+    import time
+
+    cl = compile_list("glob_component", [f"model.layers.{i}.mlp.x{i}" for i in range(2000)] + ["lm_head"])
+    assert cl._components is not None
+    name = ".".join(f"a{i}" for i in range(20_000))
+    t0 = time.perf_counter()
+    assert cl.first_rule(name) is None and cl.first_rule(name + ".lm_head") == "lm_head"
+    assert time.perf_counter() - t0 < 0.5  # before: 2,000 entries x 20,000 components of regex calls

@@ -126,6 +126,10 @@ _KEYED = frozenset({"exact", "exact_or_regex", "suffix", "dotted_path", "dotted_
 _MIN_KEYED = {"exact": 1, "exact_or_regex": 1, "suffix": 8, "dotted_path": 16, "dotted_path_strip": 16}
 
 
+# What makes a ModelOpt glob more than its literal text (glob_regex passes regex syntax through).
+_GLOB_SYNTAX = re.compile(r"[*\\\[\](){}?+^$|]")
+
+
 def _literal(mode: str, entry: str) -> bool:
     """Whether ``entry`` of a keyed mode is matched by its key (not a `re:` regex)."""
     return not (mode in ("exact_or_regex", "suffix") and entry.startswith("re:"))
@@ -226,8 +230,12 @@ class CompiledList:
         # Long lists (Quark/compressed-tensors exclude lists of hundreds of module names) of a keyed
         # mode: the first literal entry per key, and the others (`re:` entries) with their positions.
         self._first: _Keyed | None = None
+        self._components: dict[str, int] | None = None
         self._others: list[tuple[int, Predicate | None]] = []
         mode = self.mode
+        if mode == "glob_component":
+            self._component_index()
+            return
         if mode not in _KEYED:
             return
         literal = [_literal(mode, e) for e in self.entries]
@@ -240,11 +248,35 @@ class CompiledList:
                     self._others.append((i, self.preds[i]))
             self._first = _Keyed(mode, first)
 
+    def _component_index(self) -> None:
+        """ModelOpt globs without a wildcard or other regex syntax (the module names exporters write)
+        fullmatch a text exactly when they equal it: such entries are found by the name, the name
+        without ``language_model.`` and its components, looked up once each; the entries with a
+        wildcard are still tried in written order. (A name of K components then costs O(K) lookups
+        plus the wildcard entries, not O(entries x K) regex calls.)"""
+        literal = [not _GLOB_SYNTAX.search(e) for e in self.entries]
+        if sum(literal) < _MIN_KEYED["dotted_path"]:
+            return
+        first: dict[str, int] = {}
+        for i, (e, lit) in enumerate(zip(self.entries, literal)):
+            if lit:
+                first.setdefault(e, i)
+            else:
+                self._others.append((i, self.preds[i]))
+        self._components = first
+
+    def _first_component(self, name: str) -> int | None:
+        get = self._components.get
+        cands = [name, *name.split(".")]
+        if name.startswith("language_model."):
+            cands.append(name[len("language_model."):])
+        return min((i for i in map(get, cands) if i is not None), default=None)
+
     def first_rule(self, name: str) -> str | None:
         """The first entry that matches ``name`` (a keeping rule included), or None."""
         first = self._first
-        if first is not None:
-            hit = first.first(name)
+        if first is not None or self._components is not None:
+            hit = first.first(name) if first is not None else self._first_component(name)
             best = len(self.entries) if hit is None else hit
             for i, pred in self._others:
                 if i > best:
