@@ -307,3 +307,22 @@ def test_config_numbers_of_4300_digits_are_checked(tmp_path, capsys, key, sign):
     (ck / "config.json").write_text(json.dumps(cfg))
     code, out, err = cli_run(capsys, "check", str(ck), *EVERY, "--isolated", "-q", "-f", "json")
     assert code in (0, 1) and "internal error" not in err, err[-2000:]
+
+
+@pytest.mark.parametrize("body", [
+    "per-tensor-ignores = [" + "{}," * 340_000 + "{}]",  # before: 1.2 GB and 15 s of schema errors
+    "select = [" + '"QD",' * 200_000 + '"QD"]',  # before: 22 s
+    "per-module-ignores = [" + '{pattern = "a", codes = ["QD"], reason = "r"},' * 20_000 + "]",  # before: 4 s
+    "per-module-ignores = [" + "{}," * 9_999 + "{}]",  # within the count: one schema error, not 10,000
+    'per-module-ignores = [{pattern = "a", reason = "r", codes = [' + '"QD",' * 200_000 + '"QD"]}]',
+])
+def test_settings_that_amplify_inside_the_size_cap(tmp_path, body):
+    """Settings files (at most 1 MiB) whose lists would make the schema validation cost a thousand times
+    the file: the entry count is bounded before the schema sees the document."""
+    toml = tmp_path / "ckptlint.toml"
+    toml.write_text(body + "\n")
+    assert toml.stat().st_size <= 1 << 20
+    o = run_cli(["check", str(BUGGY), "-q", "-t", T, "--config", str(toml)], tmp_path, budget_s=BUDGET_S)
+    o.assert_clean(codes=(2,), budget_s=10, mem_mib=200)
+    line = one_line(o.err)
+    assert line.startswith("ckptlint: error: ") and ("more than ckptlint reads (10,000)" in line or "[0]" in line)
