@@ -97,7 +97,7 @@ def test_keyed_list_prefers_an_earlier_literal_to_a_later_regex():
 _tiny = st.lists(st.sampled_from(["a", "b", ""]), min_size=1, max_size=7).map(".".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(mode=st.sampled_from(sorted(_MIN_KEYED)), entries=st.lists(st.one_of(_tiny, _tiny.map(lambda n: n + ".")),
                                                                    min_size=1, max_size=30),
        names=st.lists(_tiny, min_size=1, max_size=12))
@@ -137,7 +137,7 @@ def test_keyed_work_per_name_is_linear_in_its_components():
 _glob = st.one_of(_tiny, _tiny.map(lambda n: "language_model." + n), st.sampled_from(["*a*", "a*", "b.*", "*", "a[b", "x?"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(entries=st.lists(_glob, min_size=1, max_size=30), names=st.lists(_tiny, min_size=1, max_size=12))
 def test_glob_component_index_picks_the_same_first_entry_as_a_scan(entries, names):
     """glob_component lists index their wildcard-free entries by text: the first matching entry in
