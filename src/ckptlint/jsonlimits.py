@@ -90,8 +90,8 @@ def loads(data: bytes | str, *, fast: Callable[[bytes], Any] | None = None, pyth
     if object_pairs_hook is None and not python_only:
         obj = try_fast(data, fast)
     if obj is NOT_DECODED:
-        text = data if isinstance(data, str) else data.decode("utf-8")
         try:
+            text = data if isinstance(data, str) else data.decode("utf-8")
             obj = json.loads(text, parse_int=_int, object_pairs_hook=object_pairs_hook)
         except RecursionError:
             raise JsonLimitError(TOO_DEEP, limit=True) from None
