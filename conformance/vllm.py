@@ -41,7 +41,7 @@ from typing import Any, Iterable
 
 from conformance import stubs_vllm as S
 
-VERSIONS = ("0.11.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+VERSIONS = ("0.11.0", "0.24.0", "0.26.0", "0.28.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0")
 
 Q = "vllm.model_executor.layers.quantization"
 MODELS = "vllm.model_executor.models"
@@ -642,24 +642,51 @@ def _run_init_prefix(model_cls: type, inst: Any, vcfg: Any, hf_config: dict[str,
 
 
 def _source_of(fn: Any) -> str | None:
-    path = fn.__code__.co_filename
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
-    except OSError:
+    """The source of the function ``fn`` (dedented), cut at its own end: the ``def`` node of its
+    file that starts at ``co_firstlineno`` (its first decorator, or the ``def`` line), from its
+    first line to its ``end_lineno``. None when the file cannot be read or parsed."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
         return None
-    start = fn.__code__.co_firstlineno - 1
-    tree_src = "".join(lines[start:])
+    node = def_at_line(code.co_filename, code.co_firstlineno)
+    if node is None:
+        return None
+    lines = _file_lines(code.co_filename)
     import textwrap
-    tree_src = textwrap.dedent(tree_src)
-    # cut at the end of the function: parse progressively
-    for end in range(len(tree_src.splitlines()), 0, -1):
-        chunk = "".join(tree_src.splitlines(keepends=True)[:end])
-        try:
-            ast.parse(chunk)
-            return chunk
-        except SyntaxError:
-            continue
-    return None
+
+    return textwrap.dedent("".join(lines[node_first_line(node) - 1: node.end_lineno]))
+
+
+@lru_cache(maxsize=256)
+def _file_lines(path: str) -> list[str]:
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines(keepends=True)
+    except OSError:
+        return []
+
+
+@lru_cache(maxsize=256)
+def _file_defs(path: str) -> dict[int, ast.AST]:
+    """First line (first decorator, else ``def``) -> function node, for every function of a file."""
+    try:
+        tree = ast.parse("".join(_file_lines(path)))
+    except (SyntaxError, ValueError):
+        return {}
+    out: dict[int, ast.AST] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.setdefault(node_first_line(node), node)
+            out.setdefault(node.lineno, node)
+    return out
+
+
+def node_first_line(node: ast.AST) -> int:
+    decos = getattr(node, "decorator_list", None) or []
+    return min([node.lineno] + [d.lineno for d in decos])
+
+
+def def_at_line(path: str, line: int) -> ast.AST | None:
+    return _file_defs(path).get(line)
 
 
 @lru_cache(maxsize=None)

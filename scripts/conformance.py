@@ -2,9 +2,10 @@
 """Conformance suite: ckptlint's per-module decisions against each release's own code (docs/conformance.md).
 
   scripts/conformance.py run [--target sglang==0.5.23]... [--no-download] [--quick]
-  scripts/conformance.py new sglang 0.5.24 [--previous 0.5.23]
+  scripts/conformance.py new sglang 0.5.24 [--previous 0.5.23] [--no-decisions] [--diff-lines N] [--verbose]
   scripts/conformance.py new vllm 0.32.0 0.33.0
   scripts/conformance.py lock-status
+  scripts/conformance.py extract vllm 0.33.0 | --all   (regenerate src/ckptlint/targets/extracted/)
 
 Wheels are cached in $CKPTLINT_CONFORMANCE_CACHE (default ~/.cache/ckptlint/conformance).
 """
@@ -84,9 +85,28 @@ def cmd_new(args: argparse.Namespace) -> int:
             print(f"no supported {fw} release older than {new}", file=sys.stderr)
             return 2
         prev = older[-1]
+    from conformance import newrelease, wheels
+
+    data_target = f"{fw}=={prev}"
+    # 1. the loading code itself: every load_weights (drafts included), what it delegates to, the
+    #    renaming tables, the shared loader and both registries, as diffs (AST only, seconds)
+    roots = [Path(wheels.source_dir(fw, v, download=not args.no_download)) for v in (prev, new)]
+    inv_old, inv_new = (newrelease.inventory(r, fw) for r in roots)
+    tracked = set(runner.tracked_arch_classes(data_target))
+    from ckptlint.targets import resolve
+
+    t = resolve(data_target)[0]
+    tracked |= {d.cls for a in list(tracked) if (arch := t.architecture(a)) is not None
+                and (d := getattr(arch, "draft", None)) is not None and getattr(d, "cls", None)}
+    for line in newrelease.report(newrelease.compare(inv_old, inv_new), old_name=prev, new_name=new,
+                                  diff_lines=args.diff_lines, tracked=tracked, verbose=args.verbose,
+                                  all_diffs=args.all_diffs, models_pkg=newrelease.LAYOUTS[fw].models_pkg):
+        print(line, flush=True)
+    if args.no_decisions:
+        return 0
+    # 2. the decision code run: the previous release's data against the new wheel (minutes)
     mod = runner.adapter(fw)
     rel_old, rel_new = mod.Release(prev), mod.Release(new)
-    data_target = f"{fw}=={prev}"
     with tempfile.TemporaryDirectory(prefix="ckptlint-conformance-") as tmp:
         srcs = runner.sources(Path(tmp))
         a = runner.check_target(data_target, srcs, release=rel_old)
@@ -94,9 +114,17 @@ def cmd_new(args: argparse.Namespace) -> int:
     fa, fb = a.fingerprints, b.fingerprints
     changed = sorted(k for k in fa.keys() & fb.keys() if fa[k] != fb[k])
     added, removed = sorted(fb.keys() - fa.keys()), sorted(fa.keys() - fb.keys())
-    print(f"== {fw} {prev} -> {new}: tracked upstream functions ({len(fa)} / {len(fb)})")
-    for k in changed:
-        print(f"  changed  {k}")
+    print(f"== {fw} {prev} -> {new}: fingerprinted decision functions ({len(fa)} / {len(fb)})")
+    quiet = []
+    for key, verdict, reasons, old_src, new_src in newrelease.classify_keys(roots[0], roots[1], changed):
+        if verdict != "behaviour":
+            quiet.append(f"  changed  {key}: {verdict}" + (f" ({', '.join(reasons)})" if reasons else ""))
+            continue
+        print(f"  changed  {key}: behaviour")
+        for line in newrelease.unified(old_src, new_src, f"{prev}/{key}", f"{new}/{key}", limit=args.diff_lines):
+            print("    " + line)
+    for line in quiet:  # formatting, cosmetic, a live object's attributes: one line each
+        print(line)
     for k in added:
         print(f"  new      {k}")
     for k in removed:
@@ -131,6 +159,25 @@ def cmd_lock_status(args: argparse.Namespace) -> int:
     return 0 if all(s == "agree" for s in st.values()) else 1
 
 
+def cmd_extract(args: argparse.Namespace) -> int:
+    """Regenerates the extracted release knowledge (src/ckptlint/targets/extracted/<fw>/<ver>/*.json)
+    from the release's wheel, for one release or (``--all``) every supported release."""
+    from conformance import knowledge
+
+    if args.all:
+        releases = [tuple(t.split("==")) for t in ckptside.targets()]
+        releases += [(fw, v) for fw, v in knowledge.extracted_extra() if (fw, v) not in releases]
+    elif args.framework and args.version:
+        releases = [(args.framework, args.version)]
+    else:
+        print("extract: give FRAMEWORK VERSION or --all", file=sys.stderr)
+        return 2
+    for fw, v in releases:
+        for path in knowledge.run(fw, v, args.only, download=not args.no_download):
+            print(f"{fw}=={v}: wrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -144,11 +191,26 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("newer", nargs="?", help="with two versions: the first is the previous release")
     n.add_argument("--previous", help="the supported release to compare with (default: the newest older one)")
     n.add_argument("--limit", type=int, default=60)
+    n.add_argument("--diff-lines", type=int, default=60, help="diff lines shown per changed unit")
+    n.add_argument("--all-diffs", action="store_true",
+                   help="a diff for every behaviour change, not only those of modelled classes and the loader")
+    n.add_argument("--verbose", action="store_true", help="list every added/removed/formatting-only unit")
+    n.add_argument("--no-decisions", action="store_true",
+                   help="only the loading-code comparison (seconds), not the sandboxed decision run (minutes)")
+    n.add_argument("--no-download", action="store_true", help="use cached wheels only")
     ls = sub.add_parser("lock-status", help="each target's last run from the lock: agree / N disagreements / "
                                             "data changed / not locked (offline)")
     ls.add_argument("--write-docs", action="store_true", help="regenerate docs/conformance.md's section")
+    x = sub.add_parser("extract", help="regenerate the release knowledge extracted from the wheels "
+                                       "(src/ckptlint/targets/extracted/)")
+    x.add_argument("framework", nargs="?", choices=["sglang", "vllm"])
+    x.add_argument("version", nargs="?")
+    x.add_argument("--all", action="store_true", help="every supported release (and every release already extracted)")
+    x.add_argument("--only", action="append", help="only this extractor (default: all of conformance/knowledge)")
+    x.add_argument("--no-download", action="store_true", help="use cached wheels only")
     args = ap.parse_args(argv)
-    return {"run": cmd_run, "new": cmd_new, "lock-status": cmd_lock_status}[args.cmd](args)
+    return {"run": cmd_run, "new": cmd_new, "lock-status": cmd_lock_status,
+            "extract": cmd_extract}[args.cmd](args)
 
 
 if __name__ == "__main__":

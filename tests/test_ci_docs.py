@@ -67,6 +67,8 @@ def _expand(text: str, inputs: dict[str, str], env: dict[str, str], steps: dict[
             return inputs[expr[len("inputs."):]]
         if expr == "runner.temp":
             return env["RUNNER_TEMP"]
+        if expr == "github.action_path":
+            return env["GITHUB_ACTION_PATH"]
         s = re.fullmatch(r"steps\.(\w+)\.outputs\.([\w-]+)", expr)
         if s:
             return steps.get(s.group(1), {}).get(s.group(2), "")
@@ -238,3 +240,55 @@ def test_documented_registry_commands(workdir):
     r = subprocess.run(["bash", "-c", upgrade], cwd=workdir, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout  # nothing breaks: the broken one gets fixed
     assert "1 fixed, 1 unchanged" in r.stdout
+
+
+# --- no verdict fails the gate by default (docs/ci.md "No verdict fails the gate") ---------------
+
+def _newer_than_data(fw: str) -> str:
+    from ckptlint.targets import known_versions, parse_version
+
+    last = parse_version(known_versions(fw)[-1])
+    return f"{fw}=={'.'.join(map(str, last[:-1] + (last[-1] + 1,)))}"
+
+
+def test_action_fails_closed_on_a_release_with_no_verdict(workdir, tmp_path):
+    newer = _newer_than_data("vllm")
+    with_ = {**_action_inputs(), "targets": newer}
+    res = run_action(with_, tmp_path, workdir, install=False)
+    assert res["outputs"]["exit-code"] == "1" and res["failed"] == ("Fail on findings", 1)
+    assert f"| `{newer}` | 0 | 0 | 0 | 1 | ❔ no verdict (release newer than the data) |" in res["summary"]
+    assert f"::warning title=ckptlint no verdict ({newer})::" in res["log"]
+    # relaxed with the documented argument
+    res = run_action({**with_, "args": "--no-verdict pass"}, tmp_path, workdir, install=False)
+    assert res["outputs"]["exit-code"] == "0" and res["failed"] is None, res["log"][-2000:]
+
+
+def test_pre_commit_hooks_fail_closed_on_a_release_with_no_verdict(workdir, tmp_path):
+    manifest = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    named = shlex.split(manifest["ckptlint"]["entry"])
+    r = subprocess.run([*named, FIXED, "--target", _newer_than_data("sglang")], cwd=workdir, env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 1 and "no verdict" in r.stdout, r.stdout + r.stderr
+    # ckptlint-changed with a staged lone shard (no config.json beside it): container only, no verdict
+    shard = sorted((ROOT / FIXED).glob("*.safetensors"))[0]
+    (workdir / "weights").mkdir()
+    (workdir / "weights" / shard.name).write_bytes(shard.read_bytes())
+    changed = shlex.split(manifest["ckptlint-changed"]["entry"])
+    r = subprocess.run([*changed, f"weights/{shard.name}"], cwd=workdir, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and "no verdict (container only, no config.json)" in r.stdout, r.stdout + r.stderr
+
+
+def test_documented_fix_check(workdir):
+    cmd = example("fix").strip()
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env={**env, "CKPT": FIXED}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout == "" and "nothing to fix" in r.stderr, r.stdout + r.stderr
+    r = subprocess.run(["bash", "-c", cmd], cwd=workdir, env={**env, "CKPT": BUGGY}, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 1 and r.stdout.startswith("--- a/config.json"), r.stderr
+    body = [ln for ln in r.stdout.splitlines() if not ln.startswith(("+++", "---"))]
+    assert sum(ln.startswith("+") for ln in body) - sum(ln.startswith("-") for ln in body) == 3  # three entries
+    assert "re-checked with the change, releases it is for: loads:" in r.stderr

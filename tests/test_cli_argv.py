@@ -110,3 +110,38 @@ def test_check_does_not_import_typer():
     out = subprocess.run([sys.executable, "-m", "ckptlint", "check", "--tp", "0", "x"], capture_output=True, text=True,
                          cwd=root, timeout=60)
     assert out.returncode == 2 and "Invalid value for '--tp'" in out.stderr, out.stderr
+
+
+def test_help_only_settings_do_not_send_a_command_line_to_typer():
+    """A declaration with help-only settings (``metavar``, ``rich_help_panel``) is still parsed here,
+    with the values typer gives."""
+    from typing import Annotated, Optional
+
+    from ckptlint.cli.common import Argument, Option
+
+    def cmd(path: Annotated[list[str], Argument(help="p")],
+            target: Annotated[Optional[list[str]], Option("--target", "-t", metavar="SPEC",
+                                                          rich_help_panel="Targets", help="t")] = None,
+            tp: Annotated[Optional[int], Option("--tp", min=1, metavar="N", rich_help_panel="Deployment")] = None):
+        pass
+
+    import typing
+
+    # (this module's annotations are strings: evaluate them as a command module's are)
+    cmd.__annotations__ = typing.get_type_hints(cmd, include_extras=True, localns=locals())
+    args = ["ckpt", "-t", "vllm>=0.24", "--tp", "2", "-t", "sglang"]
+    ours = argv.parse(cmd, args)
+    assert ours == {"path": ["ckpt"], "target": ["vllm>=0.24", "sglang"], "tp": 2}
+    got: dict = {}
+
+    def capture(**kwargs):
+        got.update(kwargs)
+
+    capture.__signature__ = inspect.signature(cmd)  # type: ignore[attr-defined]
+    capture.__annotations__ = dict(cmd.__annotations__)
+    capture.__name__ = "cmd"
+    app = typer.Typer(add_completion=False)
+    app.command()(to_typer(capture))
+    typer.main.get_command(app).main(args=args, prog_name="ckptlint", standalone_mode=False)
+    assert got == ours
+    assert argv.parse(cmd, ["ckpt", "--tp", "0"]) is None  # (still leaves a refused value to typer)

@@ -261,7 +261,7 @@ def test_plan_and_fix_take_target_and_deployment_from_config(ckpt, capsys):
     assert code == 0, err
     assert json.loads(out)["target"] == T
     code, out, _ = ckptlint(capsys, "fix", str(ckpt))
-    assert code == 0 and "+      \"model.eh_proj\"" in out
+    assert code == 1 and "+      \"model.eh_proj\"" in out  # 1: the change is pending
     # speculative off in the config: nothing to fix on that target
     (ckpt / "ckptlint.toml").write_text(f'target = ["{T}"]\nspeculative = false\n')
     code, out, err = ckptlint(capsys, "fix", str(ckpt))
@@ -275,9 +275,10 @@ def test_plan_without_single_target_is_usage_error(ckpt, capsys):
     code, out, err = ckptlint(capsys, "plan", str(ckpt))
     newest = [t.id for t in newest_targets() if t.framework == "sglang"][0]
     assert code == 0 and f"target: {newest}" in out and f"no --target given: {newest}" in err
-    (ckpt / "ckptlint.toml").write_text('target = ["sglang"]\n')
-    code, _, err = ckptlint(capsys, "fix", str(ckpt))
-    assert code == 2 and "exactly one release" in err
+    # fix takes several releases (a range, every release of a framework) and makes one edit for them
+    (ckpt / "ckptlint.toml").write_text('target = ["sglang>=0.5.12"]\n')
+    code, out, err = ckptlint(capsys, "fix", str(ckpt))
+    assert code == 1 and "+      \"model.eh_proj\"" in out and "re-checked with the change" in err
 
 
 # --- selection semantics (unit) ------------------------------------------------------------

@@ -226,7 +226,7 @@ def test_plan_fix_inspect_accept_a_shard(capsys):
     code, out, err = cli_run(capsys, "plan", str(shard), "-t", "sglang==0.5.15", "-m", "eh_proj")
     assert code == 0 and "model.eh_proj" in out and "is a file of the checkpoint" in err
     code, out, err = cli_run(capsys, "fix", str(shard), "-t", "sglang==0.5.15")
-    assert code == 0 and '+      "model.eh_proj"' in out
+    assert code == 1 and '+      "model.eh_proj"' in out  # (1: a change is pending)
     code, out, err = cli_run(capsys, "inspect", str(shard))
     assert code == 0 and "3,237" in out
 

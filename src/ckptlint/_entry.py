@@ -45,7 +45,7 @@ def main() -> None:
 CHECK_VALUE_OPTIONS = frozenset({
     "--target", "-t", "--format", "-f", "--fail-on", "--select", "--ignore", "--extend-select", "--platform",
     "--tp", "--gpu", "--ep", "--output", "-o", "--config", "--baseline", "--write-baseline", "--endpoint",
-    "--kv-cache-fraction", "--color", "--report",
+    "--kv-cache-fraction", "--color", "--report", "--no-verdict",
 })
 
 

@@ -38,6 +38,7 @@ class CheckRequest:
     baseline: str | None = None
     write_baseline: str | None = None
     kv_cache_fraction: float | None = None
+    no_verdict: str | None = None  # "fail" | "pass": does a release with no verdict fail the run (default fail)
     color: bool = False
     width: int = 100
     progress: bool = False  # a progress line while reading shards (one checkpoint on a terminal)
@@ -97,7 +98,9 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     with src if isinstance(src, Source) else contextlib.nullcontext(src):
         cfg = common.settings(target, req.shared)
         selection, known = _selection(cfg, req, target, out)
-        targets = common.targets(list(req.targets) if req.targets else cfg.config.target)
+        specs = list(req.targets) if req.targets else cfg.config.target
+        targets = common.targets(specs)
+        range_notes = common.range_notes(specs)
         dep = common.deployment(cfg, req.shared, memory=True, kv_cache_fraction=req.kv_cache_fraction)
         try:
             report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
@@ -106,6 +109,8 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     if common.KEEP_UNTIL_EXIT is not None:
         common.KEEP_UNTIL_EXIT.append(report)
     report.input_note = note
+    report.range_notes = range_notes
+    out.notes += [f"ckptlint: note: {n}" for n in range_notes]
     report.config_file = str(cfg.path) if cfg.path else None
     if req.write_baseline and req.many:  # written once for all checkpoints (write_many_baseline)
         from ckptlint import baseline as bl
@@ -193,7 +198,7 @@ def check_one(path: str, req: CheckRequest) -> Outcome:
     """Check one checkpoint; a usage problem with it (not a checkpoint, bad settings beside it,
     unreadable baseline) is the outcome's ``error``."""
     from ckptlint.findings import Severity
-    from ckptlint.verdict import verdicts
+    from ckptlint.verdict import NO_VERDICT, verdicts
 
     t0 = time.perf_counter()
     out = Outcome(path)
@@ -206,9 +211,18 @@ def check_one(path: str, req: CheckRequest) -> Outcome:
     for fmt in req.formats:
         render(report, fmt, req, out)
     out.targets = [t.id for t in report.targets]
-    out.verdicts = [v.to_json() for v in verdicts(report)]
+    vs = verdicts(report)
+    out.verdicts = [v.to_json() for v in vs]
     threshold = Severity(req.fail_on or cfg.config.fail_on or "error").rank
-    out.failing = any(f.severity.rank >= threshold for f in report.findings) and not req.write_baseline
+    policy = req.no_verdict or getattr(cfg.config, "no_verdict", None) or "fail"
+    unknown = [v for v in vs if v.status == NO_VERDICT]
+    if unknown:
+        out.notes.append(f"ckptlint: no verdict for {len(unknown)} of {len(vs)} release(s) "
+                         f"({', '.join(v.target for v in unknown)}): {unknown[0].no_verdict[1]}"  # type: ignore[index]
+                         + ("; this fails the check (--no-verdict pass accepts it)" if policy == "fail"
+                            else "; accepted (--no-verdict pass)"))
+    out.failing = (any(f.severity.rank >= threshold for f in report.findings)
+                   or (policy == "fail" and bool(unknown))) and not req.write_baseline
     out.seconds = time.perf_counter() - t0
     return out
 

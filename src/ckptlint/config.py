@@ -20,11 +20,12 @@ top of the file, see ``ckptlint.selection``).
 
 Keys (TOML, kebab-case)::
 
-    target = ["sglang==0.5.15", "vllm"]      # target specs, as for --target
+    target = ["sglang==0.5.15", "vllm>=0.30"]  # target specs, as for --target (ranges too)
     select = ["QD", "MT701"]                 # codes, prefixes (QD, QD4), names, or ALL
     ignore = ["TG602"]
     extend-select = ["quantization-mismatch"]
     fail-on = "warning"                      # error | warning | info
+    no-verdict = "pass"                      # fail (default) | pass: a release with no verdict
     speculative = false                      # MTP speculative decoding
     platform = "rocm"                        # cuda | rocm
     tp = 8
@@ -194,6 +195,7 @@ class _Defaults:
     ignore: tuple = ()
     extend_select: tuple = ()
     fail_on: Optional[str] = None
+    no_verdict: Optional[str] = None
     speculative: Optional[bool] = None
     platform: Optional[str] = None
     tp: Optional[int] = None
@@ -274,7 +276,7 @@ def parse(data: dict[str, Any], label: str) -> Any:
 
     from ckptlint.config_schema import Config, _describe
     from ckptlint.selection import SelectorError, check_selectors
-    from ckptlint.targets import TargetError, resolve
+    from ckptlint.targets import TargetError, resolve_spec
 
     _check_sizes(data, label)
     try:
@@ -298,7 +300,7 @@ def parse(data: dict[str, Any], label: str) -> Any:
                 raise ConfigError(f"{label}: {kind}[{i}].codes: {exc}") from None
     for spec in cfg.target or []:
         try:
-            resolve(spec)
+            resolve_spec(spec)
         except TargetError as exc:
             raise ConfigError(f"{label}: target: {exc}") from None
     return cfg

@@ -39,6 +39,7 @@ class Config(_Strict):
     ignore: list[str] = Field(default_factory=list)
     extend_select: list[str] = Field(default_factory=list)
     fail_on: Optional[Literal["error", "warning", "info"]] = None
+    no_verdict: Optional[Literal["fail", "pass"]] = None
     speculative: Optional[bool] = None
     platform: Optional[Literal["cuda", "rocm"]] = None
     tp: Optional[int] = Field(default=None, ge=1)

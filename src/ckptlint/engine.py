@@ -43,6 +43,9 @@ class Report:
     # How the input given became this checkpoint, when it is not the path itself (a shard file
     # checked as the checkpoint directory that holds it).
     input_note: str | None = None
+    # What a target range leaves out (newer verified releases below its upper bound, or unverified
+    # releases newer than the data): ckptlint.targets.range_note.
+    range_notes: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, Any]:
         sev = {s.value: 0 for s in Severity}
@@ -75,6 +78,7 @@ class Report:
             **({"accepted": [a.to_json() for a in self.accepted]} if self.accepted else {}),
             "verdicts": {v.target: v.to_json() for v in verdicts(self)},
             **({"input": {"note": self.input_note}} if self.input_note else {}),
+            **({"target_notes": list(self.range_notes)} if self.range_notes else {}),
         }
 
 

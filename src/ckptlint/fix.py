@@ -1,5 +1,5 @@
-"""``ckptlint fix``: the minimal skip-list change that makes one target's per-module decisions match
-what the checkpoint stores.
+"""``ckptlint fix``: the minimal skip-list change that makes the per-module decisions of one or more
+releases (a range, or ``-t`` given several times) match what the checkpoint stores, as one edit.
 
 Only additions are made, in the form the method reads, to the file the target reads
 (``config.json``'s ``quantization_config`` when present, else ``hf_quant_config.json``): entries
@@ -8,9 +8,9 @@ existing rule that matches the module, since the first matching rule decides). A
 another type is never replaced (the fix is refused with a message instead). The edit is textual
 (ckptlint.jsonedit): every byte outside it -- line endings, number formatting, escapes, key order --
 stays as it was, and the edited text must parse to exactly the intended document. The result is
-verified before it is offered: the edited config must raise no new CF finding, the target must have
-no load-error / silent-corruption finding left that an entry can fix, and no other default target
-may get a new load error from the added entries. :func:`write_fix` documents how it is written.
+verified before it is offered: the edited config must raise no new CF finding, no release it is
+for may have a load-error / silent-corruption finding left that an entry can fix, and no release
+(those it is for, and the other default targets) may get a new load error from the added entries. :func:`write_fix` documents how it is written.
 """
 
 from __future__ import annotations
@@ -49,27 +49,60 @@ class FixPlan:
     not_fixable: list[tuple[Finding, str]] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)
     regressions: list[Finding] = field(default_factory=list)
+    # The re-check of the edited config: (release, verdict label) for each release the fix is for
+    # (``after``) and for the other default releases it must not break (``rechecked``).
+    after: list[tuple[str, str]] = field(default_factory=list)
+    rechecked: list[tuple[str, str]] = field(default_factory=list)
 
 
-def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
+def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment | None = None,
              others: list[Target] | None = None) -> FixPlan:
+    """The one edit that makes every release in ``target`` (one release, or several: ``fix`` over a
+    range, or ``-t`` given more than once) load the checkpoint, as far as a skip-list addition can.
+
+    Each release's serious findings are triaged (:func:`_triage`); the releases that need entries must
+    read the same key of the same file (else the ones that differ from the first are "not fixable":
+    one edit cannot serve both); the entries they need are merged and the edit verified on every
+    release of the set: entries a release does not apply are dropped unless another release needs
+    them, and a new load error on any release of the set or on ``others`` (default: the newest release
+    of each framework) is a regression."""
+    targets = list(target) if isinstance(target, (list, tuple)) else [target]
     deployment = deployment or Deployment()
     userregex.reset()  # config regexes get a fresh time budget for this checkpoint
     ckpt = load_checkpoint(path)
-    report = check_loaded(ckpt, [target], deployment)
+    report = check_loaded(ckpt, targets, deployment)
     out = FixPlan()
-    plan = report.plans.get(target.id)
-    suggestions = _triage(report.findings, target, out)
-    if not suggestions or plan is None or plan.quant is None:
+    out.not_fixable += [(f, f.message.removeprefix(f"{f.file}: ") + " (ckptlint edits only a config file it can read)")
+                        for f in report.findings if f.target is None and f.code in ("CF302", "CF303")
+                        and f.consequence.value in SERIOUS]
+    per = {t.id: _triage(report.findings, t, out) for t in targets}
+    where: dict[str, tuple[str, str]] = {}
+    method_keys: list[str] = []
+    for t in targets:
+        plan = report.plans.get(t.id)
+        if not per[t.id] or plan is None or plan.quant is None:
+            continue
+        source = plan.quant.source_file
+        key = plan.exclude_key or (plan.method.exclude_keys_hf_quant_config if source == "hf_quant_config.json"
+                                   and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)[0]
+        if where and (source, key) != next(iter(where.values())):
+            first_id, (fsrc, fkey) = next(iter(where.items()))
+            out.not_fixable += [(f, f"{t.id} reads `{key}` in {source}, {first_id} reads `{fkey}` in {fsrc}: one edit "
+                                    f"cannot serve both; run `ckptlint fix -t {t.id}` on its own")
+                                for f, _ in per[t.id]]
+            continue
+        if not where:
+            method_keys = plan.method.exclude_keys
+        where[t.id] = (source, key)
+    suggestions = [s for tid in where for s in per[tid]]
+    if not suggestions:
         return out
-    source = plan.quant.source_file
-    key = plan.exclude_key or (plan.method.exclude_keys_hf_quant_config if source == "hf_quant_config.json"
-                               and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)[0]
+    source, key = next(iter(where.values()))
     text = ckpt.texts.get(source)
     if text is None:
         text = (Path(path) / source).read_bytes().decode("utf-8")
     try:
-        edit = _Edit(text, source, key, plan.method.exclude_keys)
+        edit = _Edit(text, source, key, method_keys)
     except jsonlimits.JsonLimitError as exc:  # (the check reported it already; never edited)
         out.not_fixable += [(f, f"{source} is {exc.message}: ckptlint does not edit it") for f, _ in suggestions]
         return out
@@ -78,10 +111,11 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
         out.not_fixable += [(f, refusal) for f, _ in suggestions]
         return out
     known_config = {(f.code, f.message) for f in report.findings if f.code.startswith("CF")}
-    # Verify against the target; findings an entry does not resolve (the release ignores the skip list
+    by_id = {t.id: t for t in targets}
+    # Verify against the releases; findings an entry does not resolve (the release ignores the skip list
     # for that module, e.g. a compressed-tensors FusedMoE on vLLM 0.11) become "not fixable" and their
-    # entries are dropped, then the edit is rebuilt from what works.
-    for _ in range(2):
+    # entries are dropped (unless another release's finding needs them), then the edit is rebuilt.
+    for _ in range(3):
         additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
         try:
             doc, new_text, added = edit.apply(additions)
@@ -94,32 +128,41 @@ def plan_fix(path: str, target: Target, deployment: Deployment | None = None,
             edited.config = doc
         else:
             edited.hf_quant_config = doc
-        after = check_loaded(edited, [target], deployment)
+        after = check_loaded(edited, targets, deployment)
         broken = [f for f in after.findings if f.code.startswith("CF") and (f.code, f.message) not in known_config]
         if broken:  # the frameworks would no longer read the edited config as intended
             out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
                                 for f, _ in suggestions]
             return out
-        remaining = [f for f in after.findings if f.target == target.id and f.consequence.value in SERIOUS
+        remaining = [f for f in after.findings if f.target in where and f.consequence.value in SERIOUS
                      and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
-        stuck_modules = {m for f in remaining for m in (f.data.get("modules") or [f.module])}
-        stuck = [(f, e) for f, e in suggestions if stuck_modules & set(f.data.get("modules") or [f.module])]
+        stuck_modules = {(f.target, m) for f in remaining for m in (f.data.get("modules") or [f.module])}
+        stuck = [(f, e) for f, e in suggestions
+                 if any((f.target, m) in stuck_modules for m in (f.data.get("modules") or [f.module]))]
         if not stuck:
             break
         for f, _ in stuck:
-            out.not_fixable.append((f, f"no `{edit.key}` entry makes {target.resolved} build this module unquantized "
-                                       "(it does not apply the skip list to it)"))
+            t = by_id[f.target] if f.target in by_id else None
+            out.not_fixable.append((f, f"no `{edit.key}` entry makes {t.resolved if t else f.target} build this "
+                                       "module unquantized (it does not apply the skip list to it)"))
         suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
         if not suggestions:
             return out
+    from ckptlint.verdict import verdicts
+
     out.remaining = remaining
     out.file, out.added, out.new_text, out.original = source, added, new_text, text.encode("utf-8")
     out.key_path = [edit.section, edit.key]
     out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
                                             f"a/{source}", f"b/{source}"))
-    others = [t for t in (others if others is not None else newest_targets()) if t.resolved != target.resolved]
+    out.after = [(v.target, v.label) for v in verdicts(after)]
+    resolved = {t.resolved for t in targets}
+    others = [t for t in (others if others is not None else newest_targets()) if t.resolved not in resolved]
+    out.regressions = _regressions(report, after)
     if others:
-        out.regressions = _regressions(ckpt, edited, others, deployment)
+        before_o, after_o = check_loaded(ckpt, others, deployment), check_loaded(edited, others, deployment)
+        out.regressions += _regressions(before_o, after_o)
+        out.rechecked = [(v.target, v.label) for v in verdicts(after_o)]
     return out
 
 
@@ -128,9 +171,6 @@ def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple
     go to ``out.not_fixable`` with the reason."""
     suggestions: list[tuple[Finding, list[str]]] = []
     for f in findings:
-        if f.target is None and f.code in ("CF302", "CF303") and f.consequence.value in SERIOUS:
-            out.not_fixable.append((f, f.message.removeprefix(f"{f.file}: ") + " (ckptlint edits only a config file it can read)"))
-            continue
         if f.target != target.id or f.consequence.value not in SERIOUS:
             continue
         if f.code == "QD401" and f.data.get("not_fixable"):
@@ -150,10 +190,8 @@ def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple
     return suggestions
 
 
-def _regressions(ckpt, edited, others: list[Target], deployment: Deployment) -> list[Finding]:
-    """Load errors the edit gives other targets that they did not have."""
-    before = check_loaded(ckpt, others, deployment)
-    after = check_loaded(edited, others, deployment)
+def _regressions(before, after) -> list[Finding]:
+    """Load errors the edited checkpoint has (report ``after``) that the original (``before``) did not."""
     seen = {(f.target, f.code, f.module) for f in before.findings if f.consequence.value == "load-error"}
     return [f for f in after.findings if f.consequence.value == "load-error" and (f.target, f.code, f.module) not in seen]
 

@@ -137,10 +137,17 @@ def _walk(items: Any, k: int, x: _Ctx) -> int | None:
     return k
 
 
+_POSSESSIVE = re.compile(r"[*+?}]\+|\(\?>")
+
+
 @lru_cache(maxsize=4096)
 def is_linear(pattern: str, full: bool = False) -> bool:
     """Whether a backtracking ``re`` match of ``pattern`` costs at most O(pattern x name) on any name
     (see above). False when unsure."""
+    if _POSSESSIVE.search(pattern):
+        # possessive repeats and atomic groups: linear, but CPython 3.11's engine can fail inside
+        # them (see _EngineFailure), which only the guarded match catches
+        return False
     try:
         from re import _constants as c  # type: ignore[attr-defined]
         from re import _parser  # type: ignore[attr-defined]
@@ -192,8 +199,15 @@ def _timer_available() -> bool:
     return True
 
 
+class _EngineFailure(Exception):
+    """Python's ``re`` raised inside a match (CPython 3.11's engine raises SystemError "The span of
+    capturing group is wrong" for some possessive repeats around a capture group, e.g.
+    ``(?:(a|b)|.)*+`` on ``a11``): the pattern's match is undecided, as it is for the framework."""
+
+
 def _timed(fn: Callable[[str], Any], name: str, seconds: float) -> tuple[bool | None, float]:
-    """(matched, seconds used); matched is None when the deadline interrupted the match."""
+    """(matched, seconds used); matched is None when the deadline interrupted the match. Raises
+    :class:`_EngineFailure` when the regex engine itself fails."""
     global _armed
     try:
         _armed = True
@@ -207,6 +221,8 @@ def _timed(fn: Callable[[str], Any], name: str, seconds: float) -> tuple[bool | 
         _armed = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         return None, seconds
+    except (SystemError, RecursionError, MemoryError, RuntimeError) as exc:
+        raise _EngineFailure(f"{type(exc).__name__}: {exc}") from None
     return hit, seconds - left
 
 
@@ -240,7 +256,11 @@ class UserRegex:
         if budget <= 0.001:
             self.reason = f"out of time: {self.spent:.1f} s over many names"
             return self._undecided(name)
-        hit, used = _timed(self._fn, name, budget + FREE_CALL_S)
+        try:
+            hit, used = _timed(self._fn, name, budget + FREE_CALL_S)
+        except _EngineFailure as exc:
+            self.reason = f"Python's re module fails on it ({exc})"
+            return self._undecided(name)
         charge = max(0.0, used - FREE_CALL_S)
         self.spent += charge
         scope.spent += charge

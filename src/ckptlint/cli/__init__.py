@@ -8,6 +8,7 @@ unusable input; 3 internal error (a bug: short message, traceback only with ``--
 """
 
 import sys
+from typing import Annotated
 
 from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format,
                                  Platform, RulesFormat, UsageError, to_typer)
@@ -17,18 +18,63 @@ __all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "CheckForm
            "RulesFormat", "UsageError", "build_app", "main"]
 
 
+# Examples shown at the end of a command's --help ("\b": click keeps the lines as they are).
+EXAMPLES = {
+    "check": [
+        "ckptlint check ./ckpt                                  (the newest SGLang and vLLM release)",
+        "ckptlint check ./ckpt -t sglang==0.5.15 -t 'vllm>=0.24'",
+        "ckptlint check hf://org/model@main -f json -o report.json",
+        "ckptlint check a b c -f github --report sarif:ckptlint.sarif   (CI: annotations + SARIF)",
+        "ckptlint check ./ckpt --write-baseline base.json   (then: --baseline base.json)",
+        "ckptlint check ./ckpt --gpu h100 --tp 8 --no-speculative",
+    ],
+    "fix": [
+        "ckptlint fix ./ckpt -t sglang==0.5.15                  (print the change; exit 1: pending)",
+        "ckptlint fix ./ckpt -t 'vllm>=0.24' -t 'sglang>=0.5.12' --write",
+    ],
+}
+
+
+def _epilog(name: str) -> str:
+    from ckptlint.cli.common import EXIT_CODES_HELP
+
+    parts = []
+    if name in EXAMPLES:
+        parts.append("\b\nExamples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name]))
+    if name == "check":
+        parts.append(EXIT_CODES_HELP)
+    return "\n\n".join(parts)
+
+
 def build_app():
     import typer
 
     from ckptlint.cli import check, fix, info, inspect_cmd, plan, upgrade
+    from ckptlint.cli.common import help_command_class
 
     app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
                       add_completion=False,
                       help="Predict whether a quantized LLM checkpoint will load (or load wrong) on a given "
-                           "SGLang or vLLM release, from config.json and safetensors headers alone.")
+                           "SGLang or vLLM release, from config.json and safetensors headers alone.",
+                      epilog="\b\nExit codes: 0 ok, 1 findings (or a release with no verdict), 2 usage error, "
+                             "3 internal error.\nckptlint COMMAND --help for each command's options and examples.")
+
+    @app.callback()
+    def _global(
+        version: Annotated[bool, typer.Option("--version", "-V", help="Print the version and exit.")] = False,
+        debug: Annotated[bool, typer.Option("--debug", help="On an internal error (exit 3), print the traceback.")] = False,
+    ) -> None:
+        """(--version and --debug are read by main before the command line reaches typer.)"""
+        if version:
+            from ckptlint import __version__
+
+            typer.echo(f"ckptlint {__version__}")
+            raise typer.Exit(EXIT_OK)
+
+    cls = help_command_class()
     for command in (check.check, upgrade.upgrade, plan.plan, fix.fix, info.targets, info.rules, info.rule,
                     info.gpus, inspect_cmd.inspect):
-        app.command()(to_typer(command))
+        app.command(cls=cls, epilog=_epilog(command.__name__) or None)(to_typer(command))
     return app
 
 

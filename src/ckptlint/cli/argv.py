@@ -53,7 +53,7 @@ def _params(func: Callable[..., Any]) -> tuple[dict[str, tuple[_Param, bool]], _
         q.lo, q.hi = decl.kwargs.get("min"), decl.kwargs.get("max")
         q.flag = q.type is bool
         q.off = None
-        if set(decl.kwargs) - {"help", "min", "max"}:
+        if set(decl.kwargs) - {"help", "min", "max", "metavar", "rich_help_panel"}:  # (help-only settings)
             return None  # something this parser does not read the way typer does
         every[p.name] = q
         if decl.kind == "Argument":

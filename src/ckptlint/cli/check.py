@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 from ckptlint.cli import common
 from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Argument, CheckFormat, FailOn, KvFractionOpt,
-                                 Option, SharedArgs, TargetsOpt, echo, usage_error)
+                                 NoVerdict, Option, SharedArgs, TargetsOpt, echo, usage_error)
 
 
 class Color(str, Enum):
@@ -33,6 +33,7 @@ def check(
     target: TargetsOpt = None,
     format: Annotated[CheckFormat, Option("--format", "-f", help="text, json, jsonl (one JSON line per checkpoint), markdown (job summaries, PR comments), sarif (SARIF 2.1.0), github (workflow-command annotations, then the text report) or concise (one line per finding: PATH:LINE:COL: CODE [consequence] releases: message).")] = CheckFormat.text,
     fail_on: Annotated[Optional[FailOn], Option("--fail-on", help="Lowest severity that makes the exit code 1 (default error).")] = None,
+    no_verdict: Annotated[Optional[NoVerdict], Option("--no-verdict", help="What a release with no verdict (not simulated, newer than the target data, or a container-only check) does to the exit code: fail (exit 1, the default) or pass.")] = None,
     select: Annotated[Optional[list[str]], Option("--select", help="Only these rules: codes, prefixes (QD, QD4), names or ALL; replaces the config's select.")] = None,
     ignore: Annotated[Optional[list[str]], Option("--ignore", help="Drop these rules (codes, prefixes, names).")] = None,
     extend_select: Annotated[Optional[list[str]], Option("--extend-select", help="Add these rules to the selection.")] = None,
@@ -61,6 +62,7 @@ def check(
         fail_on=fail_on.value if fail_on else None, select=_tuple(split_flags(select)),
         extend_select=_tuple(split_flags(extend_select)), ignore=_tuple(split_flags(ignore)),
         baseline=baseline, write_baseline=write_baseline, kv_cache_fraction=kv_cache_fraction,
+        no_verdict=no_verdict.value if no_verdict else None,
         color=format is CheckFormat.text and _color(color, tty), width=_width(tty),
         progress=not quiet and len(paths) == 1, many=len(paths) > 1)
     outcomes = _run(paths, req, format.value, output, quiet)
@@ -182,8 +184,10 @@ class _Progress:
         if not self.enabled:
             return
         bad = sum(1 for v in o.verdicts if v["verdict"] in ("will-not-load", "wrong-outputs", "not-supported"))
+        unknown = sum(1 for v in o.verdicts if v["verdict"] == "no-verdict")
         what = f"error: {o.error}" if o.error is not None else \
-            (f"fails on {bad} of {len(o.verdicts)} release(s)" if bad else f"{len(o.verdicts)} release(s) checked")
+            (f"fails on {bad} of {len(o.verdicts)} release(s)" if bad else f"{len(o.verdicts)} release(s) checked") \
+            + (f", no verdict on {unknown}" if unknown and o.error is None else "")
         from ckptlint.render.safe import clean
 
         line = clean(f"ckptlint: [{self.count}/{self.total}] {o.path}: {what}")

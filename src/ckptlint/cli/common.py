@@ -5,9 +5,7 @@ are resolved from them."""
 import contextlib
 import functools
 import inspect as _inspect
-import operator
 import os
-import re
 import sys
 from enum import Enum
 from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
@@ -47,6 +45,14 @@ class FailOn(str, Enum):
     error = "error"
     warning = "warning"
     info = "info"
+
+
+class NoVerdict(str, Enum):
+    """What a release with no verdict (not simulated, newer than the target data, container only) does
+    to the exit code."""
+
+    fail = "fail"
+    pass_ = "pass"
 
 
 class Platform(str, Enum):
@@ -99,17 +105,58 @@ def Argument(*args: Any, **kwargs: Any) -> Decl:
     return Decl("Argument", args, kwargs)
 
 
+# How ``--help`` groups the options of every command (typer's ``rich_help_panel``, which
+# :class:`HelpCommand` also honours in plain help) and what it calls their values (instead of
+# ``<str>``). Kept here, by option name, rather than in each declaration: one table for every command.
+PANEL_ORDER = ("Input", "Targets", "Deployment", "Rules", "Output", "CI")
+_PANEL_OF = {
+    **dict.fromkeys(("--config", "--isolated", "--endpoint", "--module"), "Input"),
+    **dict.fromkeys(("--target", "--from", "--to"), "Targets"),
+    **dict.fromkeys(("--speculative", "--platform", "--tp", "--gpu", "--ep", "--dp-attention",
+                     "--disable-shared-experts-fusion", "--kv-cache-fraction", "--reserve-gib"), "Deployment"),
+    **dict.fromkeys(("--select", "--ignore", "--extend-select"), "Rules"),
+    **dict.fromkeys(("--format", "--output", "--report", "--color", "--quiet", "--diff", "--write", "--backup",
+                     "--force"), "Output"),
+    **dict.fromkeys(("--fail-on", "--no-verdict", "--baseline", "--write-baseline"), "CI"),
+}
+_METAVAR = {"--target": "SPEC", "--from": "RELEASE", "--to": "RELEASE", "--select": "RULE", "--ignore": "RULE",
+            "--extend-select": "RULE", "--output": "FILE", "--report": "FORMAT:FILE", "--baseline": "FILE",
+            "--write-baseline": "FILE", "--gpu": "GPU", "--config": "FILE", "--endpoint": "URL", "--tp": "N",
+            "--ep": "N", "--kv-cache-fraction": "F", "--module": "TEXT", "--reserve-gib": "GIB"}
+
+
+def _help_settings(words: tuple) -> dict[str, str]:
+    first = next((w.partition("/")[0] for w in words if isinstance(w, str) and w.startswith("--")), None)
+    out = {}
+    if first in _PANEL_OF:
+        out["rich_help_panel"] = _PANEL_OF[first]
+    if first in _METAVAR:
+        out["metavar"] = _METAVAR[first]
+    return out
+
+
 def to_typer(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``func`` with every :class:`Decl` in its parameters' annotations made into typer's object."""
+    """``func`` with every :class:`Decl` in its parameters' annotations made into typer's object,
+    and every option given its help panel and value name (``_PANEL_OF``, ``_METAVAR``)."""
     import typer
 
     sig = _inspect.signature(func)
 
+    def make(m: Any) -> Any:
+        if isinstance(m, Decl):
+            extra = _help_settings(m.args) if m.kind == "Option" else {}
+            return getattr(typer, m.kind)(*m.args, **{**extra, **m.kwargs})
+        if isinstance(m, typer.models.OptionInfo):
+            for k, v in _help_settings((m.default, *(m.param_decls or ()))).items():
+                if getattr(m, k, None) is None:
+                    setattr(m, k, v)
+        return m
+
     def convert(ann: Any) -> Any:
         meta = getattr(ann, "__metadata__", ())
-        if not any(isinstance(m, Decl) for m in meta):
+        if not any(isinstance(m, (Decl, typer.models.OptionInfo)) for m in meta):
             return ann
-        made = tuple(getattr(typer, m.kind)(*m.args, **m.kwargs) if isinstance(m, Decl) else m for m in meta)
+        made = tuple(make(m) for m in meta)
         return Annotated[(ann.__origin__, *made)]  # type: ignore[valid-type]
 
     params = [p.replace(annotation=convert(p.annotation)) for p in sig.parameters.values()]
@@ -122,6 +169,43 @@ def to_typer(func: Callable[..., Any]) -> Callable[..., Any]:
     command.__annotations__ = {p.name: p.annotation for p in params}
     del command.__wrapped__  # typer reads the signature above, not func's
     return command
+
+
+def help_command_class():
+    """typer's command class with ``--help`` grouped into the panels of ``PANEL_ORDER`` in plain text
+    too (typer groups by ``rich_help_panel`` only in its rich output, which this CLI turns off)."""
+    from typer.core import TyperCommand
+
+    class HelpCommand(TyperCommand):
+        def format_options(self, ctx, formatter) -> None:
+            args: list = []
+            panels: dict[str, list] = {}
+            for param in self.get_params(ctx):
+                rv = param.get_help_record(ctx)
+                if rv is None:
+                    continue
+                if param.param_type_name == "argument":
+                    args.append(rv)
+                else:
+                    panels.setdefault(getattr(param, "rich_help_panel", None) or "Options", []).append(rv)
+            if args:
+                with formatter.section("Arguments"):
+                    formatter.write_dl(args)
+            order = {p: i for i, p in enumerate(PANEL_ORDER)}
+            for name in sorted(panels, key=lambda p: order.get(p, len(order))):
+                with formatter.section(name):
+                    formatter.write_dl(panels[name])
+
+    return HelpCommand
+
+
+EXIT_CODES_HELP = (
+    "\b\nExit codes:\n"
+    "  0  nothing at or above --fail-on, and a verdict on every release\n"
+    "  1  findings at or above --fail-on, or a release with no verdict (--no-verdict pass accepts it)\n"
+    "  2  usage error or unusable input (also contradictory options)\n"
+    "  3  internal error (a bug; --debug shows the traceback)\n\n"
+    "\b\nGlobal options (before the command): --version, --debug")
 
 
 def echo(message: str) -> None:
@@ -264,14 +348,14 @@ def targets(specs: list[str] | None):
     framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,
     ``sglang``), a spec may bound the verified releases of a framework: ``vllm>=0.24``,
     ``sglang>=0.5.9,<0.5.20`` (operators ``>=``, ``>``, ``<=``, ``<``)."""
-    from ckptlint.targets import TargetError, newest_targets, resolve
+    from ckptlint.targets import TargetError, newest_targets, resolve_spec
 
     if not specs:
         return newest_targets()
     out, seen = [], set()
     for spec in specs:
         try:
-            for t in (_range(spec) if _RANGE.match(spec) else resolve(spec)):
+            for t in resolve_spec(spec):
                 if t.id not in seen:
                     seen.add(t.id)
                     out.append(t)
@@ -280,29 +364,19 @@ def targets(specs: list[str] | None):
     return out
 
 
-_RANGE = re.compile(r"^\s*([A-Za-z_-]+)\s*([<>]=?.*)$")
-_BOUND = re.compile(r"^\s*([<>]=?)\s*([0-9][0-9A-Za-z.+]*)\s*$")
-_OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+def range_notes(specs: list[str] | None) -> list[str]:
+    """What each range among ``specs`` leaves out (:func:`ckptlint.targets.range_note`)."""
+    from ckptlint.targets import TargetError, range_note, resolve_spec
 
-
-def _range(spec: str):
-    """The verified releases of a framework within bounds (``vllm>=0.24,<0.33``)."""
-    from ckptlint.targets import TargetError, parse_version, resolve
-
-    m = _RANGE.match(spec)
-    assert m is not None
-    bounds = []
-    for part in m.group(2).split(","):
-        b = _BOUND.match(part)
-        if not b:
-            raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK, FRAMEWORK==VERSION or bounds "
-                              "such as FRAMEWORK>=VERSION,<VERSION")
-        bounds.append((_OPS[b.group(1)], parse_version(b.group(2))))
-    chosen = [t for t in resolve(m.group(1))
-              if all(op(parse_version(t.id.partition("==")[2]), v) for op, v in bounds)]
-    if not chosen:
-        raise TargetError(f"no verified release matches {spec!r} (see `ckptlint targets`)")
-    return chosen
+    out = []
+    for spec in specs or []:
+        try:
+            note = range_note(spec, resolve_spec(spec))
+        except TargetError:
+            continue
+        if note and note not in out:
+            out.append(note)
+    return out
 
 
 def settings(path: str | None, shared: SharedArgs):
@@ -343,9 +417,19 @@ def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fracti
     c = cfg.config
     tp = shared.tp or c.tp or 1
     gpu, ep = validate(shared.gpu, tp, shared.ep)
+    platform = shared.platform.value if shared.platform else c.platform
+    if gpu is not None and platform is not None:
+        from ckptlint.deployment import _platform_of
+        from ckptlint.hardware import get_gpu
+
+        g = get_gpu(gpu)
+        if g is not None and _platform_of(g) != platform:
+            where = "--platform" if shared.platform else f"platform = {platform!r} in {cfg.label}"
+            usage_error(f"--gpu {shared.gpu} is a {_platform_of(g)} GPU and {where} says {platform}: "
+                        "give one of them, or a GPU of that platform (`ckptlint gpus`)")
     stated = shared.gpu is not None or shared.tp is not None or c.tp is not None
     return Deployment(speculative=shared.speculative if shared.speculative is not None else c.speculative,
-                      platform=shared.platform.value if shared.platform else c.platform, tp=tp, gpu=gpu, ep=ep,
+                      platform=platform, tp=tp, gpu=gpu, ep=ep,
                       dp_attention=shared.dp_attention,
                       shared_experts_fusion=False if shared.disable_shared_experts_fusion else None,
                       memory_check=memory and stated, kv_cache_fraction=kv_cache_fraction)
@@ -358,9 +442,25 @@ def newest_sglang():
     return next(t for t in newest_targets() if t.framework == "sglang")
 
 
-def one_target(target: str | None, cfg, command: str, *, default_newest: bool = False):
-    """The single release ``plan``/``fix`` work on: --target, else the config's ``target`` if it
-    names one, else (``default_newest``) the newest verified SGLang release, said on stderr."""
+def fix_targets(specs: list[str] | None, cfg):
+    """The releases ``fix`` makes one edit for: the ``--target`` specs (ranges and several allowed),
+    else the config's ``target``; neither is a usage error."""
+    specs = specs or cfg.config.target or []
+    if not specs:
+        usage_error("fix needs --target (FRAMEWORK==VERSION, FRAMEWORK or a range such as 'vllm>=0.24'), "
+                    "or a target in the settings file")
+    return targets(specs)
+
+
+def one_target(target: "str | list[str] | None", cfg, command: str, *, default_newest: bool = False):
+    """The single release ``plan`` works on: --target, else the config's ``target`` if it names
+    one, else (``default_newest``) the newest verified SGLang release, said on stderr. ``--target``
+    given more than once is a usage error (rather than silently using the last)."""
+    if isinstance(target, list):
+        if len(target) > 1:
+            usage_error(f"{command} takes one release, --target was given {len(target)} times "
+                        f"({', '.join(target)}): run {command} once per release")
+        target = target[0] if target else None
     specs = [target] if target else (cfg.config.target or [])
     if not specs and default_newest:
         release = newest_sglang()

@@ -11,7 +11,7 @@ from ckptlint.cli.common import EXIT_FINDINGS, EXIT_OK, Format, KvFractionOpt, P
 
 def inspect(
     path: PathArg,
-    target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION whose module layout is used (default: the newest verified SGLang release).")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="FRAMEWORK==VERSION whose module layout is used, once (default: the newest verified SGLang release).")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU (see `ckptlint gpus`; default: the format's native GPU).")] = None,
     tp: Annotated[int, typer.Option("--tp", min=1, help="Tensor-parallel size.")] = 1,
     ep: Annotated[Optional[int], typer.Option("--ep", min=1, help="Expert-parallel size (divides --tp).")] = None,
@@ -28,7 +28,9 @@ def inspect(
     from ckptlint.inspect import inspect_checkpoint, render_json, render_text
 
     key, ep_n = common.validate(gpu, tp, ep)
-    ts = common.targets([target]) if target else [common.newest_sglang()]
+    if target and len(target) > 1:
+        usage_error(f"inspect takes one release, --target was given {len(target)} times ({', '.join(target)})")
+    ts = common.targets(target) if target else [common.newest_sglang()]
     if len(ts) != 1:
         usage_error("inspect takes exactly one release: FRAMEWORK==VERSION")
     path = common.checkpoint_path(path)

@@ -12,7 +12,7 @@ from ckptlint.cli.common import Format, PathArg, SharedArgs, usage_error
 @common.with_options
 def plan(
     path: PathArg,
-    target: Annotated[Optional[str], typer.Option("--target", "-t", help="FRAMEWORK==VERSION (default: the config's target if it names one release, else the newest verified SGLang release, as for inspect)")] = None,
+    target: Annotated[Optional[list[str]], typer.Option("--target", "-t", help="FRAMEWORK==VERSION, once (default: the config's target if it names one release, else the newest verified SGLang release, as for inspect)")] = None,
     module: Annotated[Optional[str], typer.Option("--module", "-m", help="Only runtime modules containing this text.")] = None,
     format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
     *,

@@ -4,8 +4,9 @@ server moves from release T1 to release T2.
 Each checkpoint is checked on both releases (concurrently, as ``check`` does for several) and its two
 verdicts compared: ``breaks`` (it loads on T1 and not on T2: will not load, wrong outputs, or the
 release does not support it), ``fixed`` (the reverse), ``worse`` / ``better`` (the verdict changes
-but it loads, or fails, on both), ``unchanged``. The exit code is 1 when a checkpoint breaks or gets
-worse, 2 when one could not be checked.
+but it loads, or fails, on both), ``unknown`` (either release has no verdict: not simulated, newer than
+the target data, or a container-only check), ``unchanged``. The exit code is 1 when a checkpoint breaks,
+gets worse or is unknown (fail closed), 2 when one could not be checked.
 """
 
 from typing import Annotated, Optional
@@ -15,11 +16,13 @@ import typer
 from ckptlint.cli import common
 from ckptlint.cli.common import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, Format, SharedArgs, usage_error
 
-_RANK = {"loads": 0, "degraded": 1, "wrong-outputs": 2, "will-not-load": 3, "not-supported": 3}
+_RANK = {"loads": 0, "degraded": 1, "wrong-outputs": 2, "will-not-load": 3, "not-supported": 3, "no-verdict": 0}
 _LOADS = ("loads", "degraded")
 
 
 def change(before: str, after: str) -> str:
+    if "no-verdict" in (before, after):
+        return "unknown"
     if (before in _LOADS) != (after in _LOADS):
         return "breaks" if before in _LOADS else "fixed"
     if _RANK[after] != _RANK[before]:
@@ -56,7 +59,7 @@ def upgrade(
     common.emit(text, output)
     if any(r["error"] for r in rows):
         raise typer.Exit(EXIT_USAGE)
-    raise typer.Exit(EXIT_FINDINGS if any(r["change"] in ("breaks", "worse") for r in rows) else EXIT_OK)
+    raise typer.Exit(EXIT_FINDINGS if any(r["change"] in ("breaks", "worse", "unknown") for r in rows) else EXIT_OK)
 
 
 def _progress(total: int):
@@ -77,6 +80,9 @@ def _row(o, releases: list[str]) -> dict:
 
 
 def _why(row: dict) -> str:
+    if row["change"] == "unknown":
+        v = row["after"] if row["after"]["verdict"] == "no-verdict" else row["before"]
+        return f": {v['no_verdict']['why']}"
     v = row["after"] if row["change"] in ("breaks", "worse") else row["before"]
     b = v.get("because")
     if not b or row["change"] == "unchanged":
@@ -87,7 +93,7 @@ def _why(row: dict) -> str:
 def _text(rows: list[dict], releases: list[str]) -> str:
     from ckptlint.render.safe import clean, defuse_commands
 
-    counts = {c: sum(1 for r in rows if r["change"] == c) for c in ("breaks", "worse", "fixed", "better", "unchanged")}
+    counts = {c: sum(1 for r in rows if r["change"] == c) for c in ("breaks", "worse", "unknown", "fixed", "better", "unchanged")}
     errors = sum(1 for r in rows if r["error"])
     head = (f"Upgrading {releases[0]} -> {releases[1]}: " + ", ".join(f"{n} {c}" for c, n in counts.items() if n)
             + (f", {errors} could not be checked" if errors else ""))
@@ -100,7 +106,7 @@ def _text(rows: list[dict], releases: list[str]) -> str:
         if r["error"]:
             lines.append(f"{name}  error: {clean(r['error'])}")
             continue
-        ch = r["change"].upper() if r["change"] in ("breaks", "worse") else r["change"]
+        ch = r["change"].upper() if r["change"] in ("breaks", "worse", "unknown") else r["change"]
         lines.append(f"{name}  {r['before']['label'].ljust(w1)}  {r['after']['label'].ljust(w2)}  "
                      f"{ch}{clean(_why(r))}")
     return defuse_commands("\n".join(lines)) + "\n"

@@ -33,6 +33,7 @@ from ckptlint.render.safe import clean
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 PER_TYPE = 10  # annotations GitHub shows per type and step
 PER_JOB = 50  # annotations GitHub shows per job
+NO_VERDICT_TITLE = "::warning title=ckptlint no verdict"  # how a release with no verdict is annotated
 
 
 def escape_data(s: str) -> str:
@@ -63,10 +64,19 @@ def annotation(f: Finding, a: Anchor, paths: ArtifactPaths) -> str:
 
 
 def annotations(report: Report) -> list[tuple[int, str]]:
-    """Every finding's annotation as (severity rank, workflow command), in report order."""
+    """Every finding's annotation as (severity rank, workflow command), in report order, then a
+    warning for each release with no verdict (ckptlint.verdict: it is not "loads")."""
+    from ckptlint.verdict import NO_VERDICT, verdicts
+
     paths = ArtifactPaths(report.checkpoint.root)
     locs = Locators(report.checkpoint.texts)
-    return [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]
+    out = [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]
+    for v in verdicts(report):
+        if v.status == NO_VERDICT and v.no_verdict is not None:
+            title = escape_property(clean(f"({v.target})"))
+            out.append((Severity.WARNING.rank,
+                        f"{NO_VERDICT_TITLE} {title}::{escape_data(clean(v.label + ': ' + v.no_verdict[1]))}"))
+    return out
 
 
 def report_text(report: Report) -> str:
@@ -84,9 +94,11 @@ def assemble(per_checkpoint: list[list[tuple[int, str]]], texts: list[str]) -> s
         chosen += of_type[: min(PER_TYPE, PER_JOB - len(chosen))]
     lines = [line for _, line in chosen]
     total = len(everything)
+    unknown = sum(1 for _, line in everything if line.startswith(NO_VERDICT_TITLE))
     if total:
         counts = {s: sum(1 for r, _ in chosen if r == s.rank) for s in COMMAND}
-        lines.append(f"ckptlint: {total} finding(s); annotated {counts[Severity.ERROR]} error(s), "
+        lines.append(f"ckptlint: {total - unknown} finding(s)"
+                     + (f", {unknown} release(s) with no verdict" if unknown else "") + f"; annotated {counts[Severity.ERROR]} error(s), "
                      f"{counts[Severity.WARNING]} warning(s), {counts[Severity.INFO]} notice(s)"
                      + (f" (GitHub shows at most {PER_TYPE} per type and step)" if len(chosen) < total else "")
                      + "; the full report follows.")

@@ -18,7 +18,8 @@ from ckptlint.render.safe import clean
 from ckptlint.verdict import CONSEQUENCES, verdicts
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&])")  # links need [ ], images ![ ], HTML < >, entities &
-ICON = {"loads": "✅", "degraded": "⚠️", "wrong-outputs": "❌", "will-not-load": "❌", "not-supported": "➖"}
+ICON = {"loads": "✅", "degraded": "⚠️", "wrong-outputs": "❌", "will-not-load": "❌", "not-supported": "➖",
+        "no-verdict": "❔"}
 
 
 def escape(text: str) -> str:

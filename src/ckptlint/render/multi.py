@@ -3,7 +3,8 @@ report, in the order given, and one matrix checkpoint × release at the end (tex
 (Markdown); JSON holds every report and the matrix; SARIF one run per checkpoint.
 
 Matrix cells: ``ok`` loads, ``degr`` loads degraded, ``WRONG`` loads with wrong outputs, ``FAIL``
-will not load, ``n/s`` the release does not support the architecture or quant method, ``-`` not
+will not load, ``n/s`` the release does not support the architecture or quant method, ``?`` no verdict (not
+simulated, a release newer than the target data, or a container-only check), ``-`` not
 checked on that release; ``*`` marks a verdict that comes only from findings left out by
 configuration or a baseline. A checkpoint that could not be checked shows its error instead.
 """
@@ -18,10 +19,12 @@ from ckptlint.render.safe import clean, defuse_commands, dumps
 if TYPE_CHECKING:
     from ckptlint.batch import Outcome
 
-SHORT = {"loads": "ok", "degraded": "degr", "wrong-outputs": "WRONG", "will-not-load": "FAIL", "not-supported": "n/s"}
+SHORT = {"loads": "ok", "degraded": "degr", "wrong-outputs": "WRONG", "will-not-load": "FAIL", "not-supported": "n/s",
+         "no-verdict": "?"}
 LEGEND = ("ok loads, degr loads degraded, WRONG loads with wrong outputs, FAIL will not load, n/s not supported "
-          "by the release, - not checked; * only because of findings left out by configuration or baseline")
-_PAINT = {"ok": "32", "degr": "33", "WRONG": "31", "FAIL": "31", "n/s": "2"}
+          "by the release, ? no verdict (not simulated, release newer than the data, or container only), "
+          "- not checked; * only because of findings left out by configuration or baseline")
+_PAINT = {"ok": "32", "degr": "33", "WRONG": "31", "FAIL": "31", "n/s": "2", "?": "33"}
 
 
 def columns(outcomes: list["Outcome"]) -> list[str]:

@@ -42,6 +42,7 @@ from ckptlint.findings import Finding, Severity, natural_key
 from ckptlint.render.locate import Anchor, ArtifactPaths, Locators, Span, anchor
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule
+from ckptlint.verdict import NO_VERDICT, verdicts
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
@@ -190,6 +191,19 @@ def _category(paths: ArtifactPaths, root: str) -> str:
     return root.rstrip("/")
 
 
+def _invocation(report: Report) -> dict[str, Any]:
+    """The run's invocation, with a warning notification for each release that has no verdict (not
+    simulated, newer than the target data, container only: ckptlint.verdict), which is not a result
+    of the checkpoint but must not read as a clean pass."""
+    inv: dict[str, Any] = {"executionSuccessful": True}
+    notes = [{"level": "warning", "descriptor": {"id": "no-verdict"},
+              "message": {"text": f"{v.target}: {v.label}: {v.no_verdict[1]}"}}
+             for v in verdicts(report) if v.status == NO_VERDICT and v.no_verdict is not None]
+    if notes:
+        inv["toolExecutionNotifications"] = notes
+    return inv
+
+
 def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
     rules = [rule_descriptor(r) for r in ALL_RULES]
     index = {r.code: i for i, r in enumerate(ALL_RULES)}
@@ -239,7 +253,7 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
         "tool": {"driver": driver},
         "automationDetails": {"id": f"ckptlint/{_category(paths, report.checkpoint.root)}/"},
         "originalUriBaseIds": base_ids,
-        "invocations": [{"executionSuccessful": True}],
+        "invocations": [_invocation(report)],
         "columnKind": "unicodeCodePoints",
         "results": results,
         "properties": {
@@ -249,6 +263,7 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
             "assumed_deployment": {tid: p.deployment_text for tid, p in report.plans.items() if p.deployment_text},
             "summary": {k: v for k, v in report.counts().items() if k in ("total", "by_severity", "by_consequence")},
             "results_left_out": len(report.findings) - len(findings),
+            "verdicts": {v.target: v.to_json() for v in verdicts(report)},
         },
     }
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}

@@ -29,7 +29,7 @@ MIN_WIDTH = 60
 _SGR = {"error": "1;31", "warning": "1;33", "info": "1;36", "code": "1", "dim": "2", "ok": "32",
         "bad": "31", "warn": "33"}
 _VERDICT_STYLE = {"loads": "ok", "degraded": "warn", "wrong-outputs": "bad", "will-not-load": "bad",
-                  "not-supported": "dim"}
+                  "not-supported": "dim", "no-verdict": "warn"}
 
 
 @dataclass(frozen=True)
@@ -259,7 +259,7 @@ def _rows(report: Report) -> list[tuple[list[str], object]]:
     last = None
     for v in verdicts(report):
         fw = v.target.partition("==")[0]
-        key = (fw, tuple(v.counts[c] for c in CONSEQUENCES), v.status, v.accepted_by)
+        key = (fw, tuple(v.counts[c] for c in CONSEQUENCES), v.status, v.label)
         if rows and key == last:
             rows[-1][0].append(v.target)
         else:

@@ -20,6 +20,7 @@ def _all_rules() -> tuple[type[Rule], ...]:
     from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
     from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
     from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
+    from ckptlint.rules.kv_cache_scales import KvScaleIncomplete, KvScaleNotLoaded
     from ckptlint.rules.memory_fit import GpuMemoryFit
     from ckptlint.rules.mtp_draft_forced_unquantized import MtpQuantizedDraftUnquantized
     from ckptlint.rules.mtp_layer_count import MtpLayerCountUnsupported
@@ -40,7 +41,7 @@ def _all_rules() -> tuple[type[Rule], ...]:
          TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing,
          MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported, ScaleMissing, UnexpectedTensor,
          SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit),
+         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit, KvScaleNotLoaded, KvScaleIncomplete),
         key=lambda r: r.code,
     ))
 

@@ -18,7 +18,10 @@ class MtpWeightsMissing(Rule):
     vLLM 0.33 refuses to start for DeepSeek-family MTP ("MTP speculative decoding layer 78
     weights missing from checkpoint"); SGLang and older vLLM load nothing, silently: the draft
     runs on uninitialised memory and no draft token is ever accepted — the deployment is
-    slower than without speculation.
+    slower than without speculation. Where the target builds the draft's linears with a post-load
+    sentinel (vLLM 0.30+ fills ModelOpt NVFP4 `weight_scale` with NaN and raises for a layer whose
+    scale was never loaded), a missing NVFP4 draft is a load error there too, even for drafts whose
+    loader has no missing-weights check (GLM-4.x `Glm4MoeMTP`, Qwen3-Next MTP).
 
     ## Example
     A GLM-5 NVFP4 export with `num_hidden_layers: 78`, `num_nextn_predict_layers: 1` and no
@@ -51,6 +54,13 @@ class MtpWeightsMissing(Rule):
         if plan.draft.prefix and present:  # Qwen-style `mtp.` prefix: the draft needs some tensor under it
             return
         outcome = plan.draft.missing_weights
+        sentinel = None
+        if outcome.consequence != "load-error" and plan.draft_unloaded is not None:
+            # the draft's linears are built with a post-load sentinel check (vLLM 0.30+ ModelOpt NVFP4:
+            # weight_scale initialised to NaN) and nothing writes them: the check refuses the load
+            name, decision = plan.draft_unloaded
+            ms = plan.method.missing_scale
+            sentinel = (name, decision, ms)
         for layer in (plan.mtp_layers[:1] if plan.draft.prefix else plan.mtp_layers):
             if layer in present:
                 continue
@@ -59,13 +69,21 @@ class MtpWeightsMissing(Rule):
             assumed = ("with MTP speculative decoding on (ckptlint's default when config.json declares MTP layers; "
                        "--no-speculative removes this finding)" if ctx.deployment.speculative is None
                        else "with MTP speculative decoding on (--speculative)")
+            if sentinel is not None:
+                name, decision, ms = sentinel
+                cons, error = Consequence.LOAD_ERROR, (ms.error or "").format(module=name) or None
+                what = (f"builds the draft's `{name}` {decision.scheme.name} and, after loading, refuses a layer "
+                        f"whose scale was never written ({ms.note or 'post-load check'})"
+                        + f"; {plan.draft.cls} itself has no missing-weights check")
+            else:
+                cons, error = Consequence(outcome.consequence), (outcome.error or "").format(layer=layer) or None
+                what = (("refuses to load" if outcome.consequence == "load-error" else
+                         "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else ""))
             msg = (f"Only {assumed}: config.json declares {key}={ctx.checkpoint.config.get(key)} but the checkpoint "
-                   f"stores no `{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) "
-                   + ("refuses to load" if outcome.consequence == "load-error" else
-                      "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else "")
+                   f"stores no `{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) {what}"
                    + ". Without speculative decoding the main model skips the MTP names and loads.")
             yield self.finding(
-                ctx, Consequence(outcome.consequence), msg, module=where.rstrip(".*") or where,
-                file="config.json", error_text=(outcome.error or "").format(layer=layer) or None,
+                ctx, cons, msg, module=where.rstrip(".*") or where,
+                file="config.json", error_text=error,
                 hint=f"export the `{where}` MTP weights, or set {key} to 0 / serve with --no-speculative",
                 assumptions=list(plan.assumptions), data={"layer": layer})

@@ -8,7 +8,8 @@ interprets it, in stages:
 1. ``names``      — tensors -> runtime modules (renames, fused modules, FusedMoE, draft roles, kinds)
 2. ``decisions``  — skip lists (``skiplists``) and per-module quantized/unquantized decisions, then
                     SGLang's shared-experts fusion (``fusion``)
-3. ``layout``     — stored form vs. the built module: mismatches and layout issues per shard
+3. ``layout``     — stored form vs. the built module: mismatches and layout issues per shard;
+   ``kvcache``    — stored KV-cache scales: the loader's outcome for each, and the KV-cache dtype
 4. ``placements`` — the assumed GPU and how TP/EP split each module
 
 The result is one frozen ``Plan``, shared by every target-scoped rule and shown by ``ckptlint plan``.
@@ -65,7 +66,7 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = State(target=target, deployment=deployment, arch_name=arch_name, arch=arch, quant=quant, method=method,
                  generic=generic)
-    startup_verdict(plan)
+    startup_verdict(plan, config)
     if plan.unsupported is not None or plan.not_simulated is not None:
         return freeze(plan)
     _mtp_and_deployment(plan, config)
@@ -120,6 +121,7 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
     """Stages 1-4 on a target that can load the checkpoint: the finished runtime modules."""
     from ckptlint.simulate.decisions import decide
     from ckptlint.simulate.fusion import shared_experts_fusion
+    from ckptlint.simulate.kvcache import kv_cache
     from ckptlint.simulate.moe_fallback import moe_scheme_refusal
     from ckptlint.simulate.names import build_modules, class_packed
     from ckptlint.simulate.placements import module_placements
@@ -131,6 +133,7 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
         moe_scheme_refusal(plan)
         shared_experts_fusion(plan, config)
     plan.unreadable_shards = unreadable_shards(ckpt)
+    plan.kv_cache = kv_cache(ckpt, plan)
     if plan.draft is not None:
         if plan.draft.prefix:  # Qwen-style `mtp.` prefix: the draft needs some tensor under it
             plan.present_layers = {0} if any(n.startswith(plan.draft.prefix) for n in ckpt.tensors) else set()

@@ -66,6 +66,33 @@ def decide(plan: State) -> None:
         rm.decision = _decide_module(rm, plan, method, quant, main_list if rm.role != "draft" else draft_list,
                                      packed if rm.role != "draft" else draft_packed, forced,
                                      None if skipped is None else main_skip if rm.role != "draft" else draft_skip)
+    ms = method.missing_scale
+    if draft is not None and ms is not None and ms.consequence == "load-error" \
+            and not any(rm.role == "draft" for rm in plan.modules.values()):
+        for probe in _unstored_draft_linears(plan):
+            d = _decide_module(probe, plan, method, quant, draft_list, draft_packed, forced,
+                               None if skipped is None else draft_skip)
+            if d.quantized:
+                plan.draft_unloaded = (probe.name, d)
+                break
+
+
+def _unstored_draft_linears(plan: State):
+    """The linears of an MTP layer the checkpoint does not store, under the names the draft builds them with:
+    the main model's first decoder layer moved to the draft's layer (its checkpoint prefix, then the draft's
+    renames), in the main model's order."""
+    from ckptlint.simulate.names import renamed
+
+    draft, arch = plan.draft, plan.arch
+    first = f"{arch.layer_prefix}0."
+    layer = plan.mtp_layers[0]
+    target = draft.prefix + "layers.0." if draft.prefix else fmt_mtp(draft.keep_prefix, {"mtp": layer})
+    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": layer})), r.to, r.count) for r in draft.rename]
+    for rm in list(plan.modules.values()):
+        if rm.role != "main" or rm.kind != "linear" or not rm.name.startswith(first):
+            continue
+        name = renamed(target + rm.name[len(first):], renames)
+        yield Building(name, rm.kind, rm.loader, "draft")
 
 
 def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantConfig,

@@ -191,6 +191,10 @@ class Plan(NamedTuple):
     fusion_reason: str | None = None  # why it is on or off
     float_dtype: str = "BF16"  # the dtype unquantized layers are built in
     parallel: Any = None  # the framework's sharding data (ckptlint/hardware/parallel.toml)
+    # a draft linear the target builds with a post-load sentinel check (MethodRules.missing_scale load-error)
+    # while the checkpoint stores no weight of the draft layer: (runtime name, Decision); None otherwise
+    draft_unloaded: Any = None
+    kv_cache: Any = None  # KV-cache scales and dtype (ckptlint.simulate.kvcache.KvCachePlan; None: not simulated)
 
     @property
     def simulated(self) -> bool:

@@ -260,6 +260,57 @@ def resolve(spec: str) -> list[Target]:
     return [t]
 
 
+_RANGE = re.compile(r"^\s*([A-Za-z_-]+)\s*([<>]=?.*)$")
+_BOUND = re.compile(r"^\s*([<>]=?)\s*([0-9][0-9A-Za-z.+]*)\s*$")
+
+
+def resolve_spec(spec: str) -> list[Target]:
+    """A target spec as ``--target`` and the settings' ``target`` take it: what :func:`resolve`
+    accepts (``sglang==0.5.15``, ``sglang``), or bounds on the verified releases of a framework
+    (``vllm>=0.24``, ``sglang>=0.5.9,<0.5.20``; operators ``>=``, ``>``, ``<=``, ``<``)."""
+    return resolve_range(spec) if _RANGE.match(spec) else resolve(spec)
+
+
+def resolve_range(spec: str) -> list[Target]:
+    """The verified releases of a framework within bounds (``vllm>=0.24,<0.33``)."""
+    import operator
+
+    ops = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
+    m = _RANGE.match(spec)
+    if m is None:
+        raise TargetError(f"invalid target {spec!r}: expected bounds such as FRAMEWORK>=VERSION,<VERSION")
+    bounds = []
+    for part in m.group(2).split(","):
+        b = _BOUND.match(part)
+        if not b:
+            raise TargetError(f"invalid target {spec!r}: expected FRAMEWORK, FRAMEWORK==VERSION or bounds "
+                              "such as FRAMEWORK>=VERSION,<VERSION")
+        bounds.append((ops[b.group(1)], parse_version(b.group(2))))
+    chosen = [t for t in resolve(m.group(1))
+              if all(op(parse_version(t.version), v) for op, v in bounds)]
+    if not chosen:
+        raise TargetError(f"no verified release matches {spec!r} (see `ckptlint targets`)")
+    return chosen
+
+
+def range_note(spec: str, chosen: list[Target]) -> str | None:
+    """What a range leaves out that a reader may assume it covers: the verified releases newer than
+    its last one (an upper bound stops below them), or, for a range open upwards, that releases
+    newer than the newest verified one exist but have no target data (and so no verdict)."""
+    if not _RANGE.match(spec) or not chosen:
+        return None
+    fw = chosen[0].framework
+    versions = known_versions(fw)
+    last = chosen[-1].version
+    newer = [v for v in versions if parse_version(v) > parse_version(last)]
+    spec = spec.strip()
+    if newer:
+        return (f"{spec} stops at {fw}=={last}: the newer verified release(s) "
+                f"{', '.join(newer)} are not checked")
+    return (f"{spec} ends at the newest verified release {fw}=={last}; newer {fw} releases are not "
+            f"verified and are not checked (`-t {fw}==VERSION` gives them a no-verdict row)")
+
+
 def newest_targets() -> list[Target]:
     out = []
     for fw in FRAMEWORKS:

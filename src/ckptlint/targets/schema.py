@@ -54,6 +54,86 @@ class Outcome(Strict):
     note: str | None = None
 
 
+class KvDecl(Strict):
+    """Values a quant config declares: every key of ``match`` (a dotted path into the quant config as the
+    framework reads it: hf_quant_config.json's `quantization` object, or config.json's
+    `quantization_config`) is set (not null, not an empty string or object: the frameworks test its truth)
+    and, unless its list is empty, equal to one of the values listed (strings compared case-insensitively)."""
+
+    match: dict[str, list[Any]]
+
+
+class KvCacheRules(Strict):
+    """What a quant method does for the attention layers' KV cache (the quant config's answer for an
+    Attention / RadixAttention layer, and the server's ``--kv-cache-dtype auto``)."""
+
+    # the quant config gives attention layers a KV-cache method, which registers `k_scale`/`v_scale`
+    # parameters (initialised to -1.0) ...
+    scale_params: bool = False
+    # ... only when one of these is declared (empty: always)
+    scale_params_when: list[KvDecl] = Field(default_factory=list)
+    # `--kv-cache-dtype auto` (the default) runs the KV cache in FP8 when one of these is declared
+    fp8_when: list[KvDecl] = Field(default_factory=list)
+    # stored scale forms (Loading.kv.forms names) the quant config itself maps onto the attention's
+    # parameters, for loaders that ask it first (KvScales.hook)
+    hook_forms: list[str] = Field(default_factory=list)
+
+
+class KvPath(Strict):
+    """What a model's loader does with one stored form of KV-cache scale: it looks the tensor up under
+    ``to`` (a template on the form's groups: {pre}, the module path before the attention's own
+    component, and {kv}, `k` or `v`). It loads when that is the attention's scale parameter
+    (``KvLoading.param``) and the parameter exists; otherwise ``absent`` happens: the loader drops the
+    tensor (silently, or with ``warns``: a warning) or fails with ``error`` ({name}: the name looked
+    up; {inner}: it without its leading `model.`, as an inner model's loader names it)."""
+
+    to: str = ""
+    simulated: bool = True  # False: ckptlint has not read what the loader does with this form
+    absent: Literal["dropped", "load-error"] = "dropped"
+    warns: bool = False
+    error: str | None = None
+    note: str | None = None
+
+
+class KvScales(Strict):
+    """A model loader's handling of stored KV-cache scales, by stored form (KvLoading.forms). A form
+    it has no path for is not simulated. With ``hook``, the loader first asks the quant config to
+    map the name (vLLM `get_cache_scale`, the method's ``KvCacheRules.hook_forms``): a form the
+    method maps takes that path instead."""
+
+    # False: an architecture that inherits these entries (``like``) but whose loader ckptlint has not read
+    simulated: bool = True
+    forms: dict[str, KvPath] = Field(default_factory=dict)
+    hook: KvPath | None = None
+    # the loader's scale-name remap (the release's maybe_remap_kv_scale_name) relative to its stacked-params
+    # rename (q/k/v_proj -> qkv_proj): "remap-first"; "stacked-then-remap" (the renamed name is remapped);
+    # "remap-unstacked" (only names the stacked mapping leaves alone are remapped); "none" (no remap); "mapper"
+    # (the quant config's cache-scale mapper renames the stream before the model's loader, vLLM 0.26+). The
+    # conformance suite runs the release's remap function in this order and compares with ``forms``.
+    order: Literal["remap-first", "stacked-then-remap", "remap-unstacked", "none", "mapper"] | None = None
+    note: str | None = None  # how the loader does it, in our words (shown with the findings)
+
+
+class KvPostLoad(Strict):
+    """The KV-cache method's check after loading (``when``: on every attention layer that has the
+    scale parameters, or only when the KV cache is quantized): one of the two scales loaded."""
+
+    when: Literal["always", "fp8_cache"]
+    only_k: Outcome
+    only_v: Outcome
+
+
+class KvLoading(Strict):
+    """KV-cache scales as the checkpoint stores them: ``forms``, name -> regex fullmatch'ed against a
+    tensor name with groups ``pre`` and ``kv``; ``param``: the attention's scale parameter, a
+    template on the same groups."""
+
+    forms: dict[str, str]
+    suffixes: list[str]  # every form's tensor names end with one of these (a cheap filter before the regexes)
+    param: str
+    post_load: KvPostLoad | None = None
+
+
 class ConfigRefusal(Strict):
     """The framework refuses the quant config at start-up when every key of ``all`` has that value
     and no key of ``none`` does (a list value: any of them; absent keys take ``defaults``); with
@@ -203,6 +283,7 @@ class MethodRules(Strict):
     moe_block_refine_min: int | None = None
     moe_fallback: MoeFallback | None = None  # FusedMoE layers Marlin cannot take (vLLM GPTQ -> MoeWNA16)
     moe_scheme_refusals: list[MoeSchemeRefusal] = Field(default_factory=list)
+    kv_cache: KvCacheRules | None = None  # the attention layers' KV cache under this method
 
 
 class Stacked(Strict):
@@ -329,6 +410,7 @@ class Draft(Strict):
     exclude_copy: ExcludeCopy | None = None
     whole_draft_check: WholeDraftCheck | None = None
     missing_weights: Outcome = Outcome(consequence="degraded")
+    kv_scales: KvScales | None = None  # the draft loader's KV-cache scales (None: the main model's)
 
 
 class RunnerOff(Strict):
@@ -417,6 +499,7 @@ class Architecture(Strict):
     shape_kinds: ShapeKinds | None = None  # kinds of modules no `kinds` pattern names (None: linear if 2-D)
     error: str | None = None  # supported = false: what the release prints at start-up
     shared_experts_fusion: SharedExpertsFusion | None = None
+    kv_scales: KvScales | None = None  # the loader's handling of stored KV-cache scales
     draft: Draft | None = None
 
 
@@ -425,6 +508,7 @@ class Loading(Strict):
     unexpected_param: Outcome  # a checkpoint tensor with no runtime parameter
     shape_mismatch: dict[str, str]  # loader class -> error text template
     moe_shape_mismatch: str
+    kv: KvLoading | None = None  # stored KV-cache scales (None: not simulated on this target)
 
 
 class TargetData(Strict):
