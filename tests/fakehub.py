@@ -20,7 +20,9 @@ redirect instead of the CDN), ``slow`` (``{file: (phase, seconds)}``: a slow-lor
 byte every ``seconds``, during ``"headers"`` or the ``"body"``), ``latency`` (seconds slept before
 answering any request, on both servers, as a round trip to a far server costs), ``branch_commit``
 (the X-Repo-Commit answered to requests by branch name: another value plays a branch that moved
-after the listing). Counters:
+after the listing), ``api_body`` (bytes answered by the listing API instead of the listing),
+``content_length`` (``{file: value}``: the Content-Length sent with a 200 answer to a Range request
+of that file under ``ignore_range``, the connection closed after the body). Counters:
 ``served[file]`` body bytes written, ``log`` of requests (``conn`` tells connections apart: HTTP/1.1
 keep-alive is on).
 """
@@ -65,6 +67,8 @@ class FakeHub:
         self.slow: dict[str, tuple[str, float]] = {}
         self.latency = 0.0
         self.branch_commit = COMMIT
+        self.api_body: bytes | None = None
+        self.content_length: dict[str, str] = {}
         self.served: dict[str, int] = {}
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -204,7 +208,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if rev not in ("main", COMMIT):
             return self._status(404, {"X-Error-Code": "RevisionNotFound"})
         doc = {"id": repo, "sha": COMMIT, "siblings": [{"rfilename": n} for n in hub.files()]}
-        self._status(200, {"Content-Type": "application/json"}, json.dumps(doc).encode())
+        body = hub.api_body if hub.api_body is not None else json.dumps(doc).encode()
+        self._status(200, {"Content-Type": "application/json"}, body)
 
     def _resolve(self, repo: str, rev: str, file: str, head: bool) -> None:
         hub = self.hub
@@ -251,7 +256,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.send_response(200)
             for k, v in headers.items():
                 self.send_header(k, v)
-            self.send_header("Content-Length", str(size))
+            if file in hub.content_length and not head and m is not None:
+                self.send_header("Content-Length", hub.content_length[file])
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            else:
+                self.send_header("Content-Length", str(size))
             self.end_headers()
             if not head:
                 self._body(file, 0, size)

@@ -124,10 +124,13 @@ def test_filter_keeps_order_and_counts():
     (b"\xff\xfe", "is UTF-16 text"),
     ("[]", "not a ckptlint baseline"),
     ('{"findings": []}', "ckptlint_baseline"),
-    ('{"ckptlint_baseline": 2, "findings": []}', "format 2 is not supported"),
+    ('{"ckptlint_baseline": 3, "findings": []}', "format 3 is not supported"),
+    ('{"ckptlint_baseline": 2, "findings": []}', "not a ckptlint baseline"),  # format 2 is keyed
+    ('{"ckptlint_baseline": 1, "findings": [{}, {}]}', "missing required field `fingerprint`"),
+    ('{"ckptlint_baseline": 1, "findings": [[[[[[[[[[]]]]]]]]]]}', "not a ckptlint baseline"),
     ('{"ckptlint_baseline": 1, "findings": [{"code": "QD401"}]}', "not a ckptlint baseline"),
     ('{"ckptlint_baseline": 1, "findings": [], "extra": 1}', "extra"),
-    ('{"ckptlint_baseline": 1, "findings": [{"fingerprint": "0", "code": "QD401", "target": null, '
+    ('{"ckptlint_baseline": 1, "findings": [{"fingerprint": "00000000000000000000000000000000", "code": "QD401", "target": null, '
      '"subject": null, "tensor": null}]}', "does not match its fields"),
 ])
 def test_bad_baseline_is_usage_error(ckpt, tmp_path, capsys, content, needle):

@@ -46,7 +46,12 @@ def test_what_msgspec_refuses_is_read_as_pythons_json():
         assert got.error is None, text
         assert _same(got.obj, json.loads(text)), text
     assert parse_json_bytes(b'{"a": 1,}').error.startswith("is not valid JSON: ")
-    assert parse_json_bytes(b"[" * 5000 + b"]" * 5000).error == "is not valid JSON: nested too deeply"
+    # nesting beyond the one limit of every JSON path (jsonlimits.MAX_DEPTH, serde_json's 127): refused,
+    # both where the parsers would recurse past their own limit and where they would not
+    for depth in (128, 900, 5000):
+        got = parse_json_bytes(b"[" * depth + b"]" * depth)
+        assert got.error.startswith("is nested too deeply (more than 127 levels") and got.refused
+    assert parse_json_bytes(b"[" * 127 + b"]" * 127).error is None
 
 
 SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")

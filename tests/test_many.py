@@ -102,9 +102,45 @@ def test_progress_on_stderr_and_quiet(tmp_path):
     assert ckptlint("check", *paths, "-t", "vllm==0.33.0", "--isolated", "-q").stderr == ""
 
 
-def test_baseline_takes_one_checkpoint(tmp_path):
-    r = ckptlint("check", str(BUGGY), str(FIXED), "--write-baseline", str(tmp_path / "b.json"))
-    assert r.returncode == 2 and "one checkpoint" in r.stderr and not (tmp_path / "b.json").exists()
+def test_baseline_of_several_checkpoints_is_keyed_by_checkpoint(tmp_path):
+    """--write-baseline over several checkpoints writes one format-2 file, keyed by each checkpoint's
+    directory relative to the baseline file; --baseline then accepts each checkpoint's own findings only."""
+    work = tmp_path / "repo"
+    (work / "models").mkdir(parents=True)
+    shutil.copytree(BUGGY, work / "models" / "a")
+    shutil.copytree(BUGGY, work / "models" / "b")
+    args = ["-t", "sglang==0.5.15", "--isolated", "-q"]
+    base = work / "ckptlint-baseline.json"
+    r = ckptlint("check", str(work / "models" / "a"), str(work / "models" / "b"), *args, "--write-baseline", str(base))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(base.read_text())
+    assert doc["ckptlint_baseline"] == 2 and sorted(doc["checkpoints"]) == ["models/a", "models/b"]
+    assert doc["checkpoints"]["models/a"] == doc["checkpoints"]["models/b"] and doc["checkpoints"]["models/a"]["findings"]
+    assert "for 2 checkpoints" in r.stderr
+    # from another directory, with the other spelling of the same paths: the keys still match
+    r = ckptlint("check", str(work / "models" / "a") + "/", str(work / "models" / "b"), *args, "-f", "jsonl",
+                 "--baseline", str(base))
+    assert r.returncode == 0, r.stderr
+    assert all(json.loads(ln)["findings"] == [] for ln in r.stdout.splitlines())
+    # a checkpoint the baseline has no key for: all its findings are new, and the run says so
+    shutil.copytree(BUGGY, work / "models" / "c")
+    r = ckptlint("check", str(work / "models" / "a"), str(work / "models" / "c"), *args, "-f", "jsonl",
+                 "--baseline", str(base))
+    assert r.returncode == 1
+    found = {json.loads(ln)["checkpoint"]: json.loads(ln)["findings"] for ln in r.stdout.splitlines()}
+    assert found[str(work / "models" / "a")] == [] and found[str(work / "models" / "c")]
+    assert "no entry for 'models/c'" in r.stderr
+    # one checkpoint reads its key from a format-2 file too
+    r = ckptlint("check", str(work / "models" / "b"), *args, "--baseline", str(base))
+    assert r.returncode == 0, r.stderr
+
+
+def test_single_checkpoint_baseline_is_refused_for_several(tmp_path):
+    base = tmp_path / "b.json"
+    r = ckptlint("check", str(BUGGY), "-t", "sglang==0.5.15", "--isolated", "-q", "--write-baseline", str(base))
+    assert r.returncode == 0 and json.loads(base.read_text())["ckptlint_baseline"] == 1  # unchanged for one
+    r = ckptlint("check", str(BUGGY), str(FIXED), "-t", "sglang==0.5.15", "--isolated", "-q", "--baseline", str(base))
+    assert r.returncode == 2 and "names no checkpoint" in r.stdout + r.stderr and "Traceback" not in r.stderr
 
 
 def test_fifty_checkpoints_in_well_under_fifty_single_checks(tmp_path):

@@ -92,3 +92,68 @@ def test_keyed_list_prefers_an_earlier_literal_to_a_later_regex():
     assert cl.first_match("model.layers.2.mlp.gate") == "re:model.*"
     cl = compile_list("exact_or_regex", ["re:model.*"] + entries)
     assert cl.first_match("model.layers.1.mlp.gate") == "re:model.*"
+
+
+_tiny = st.lists(st.sampled_from(["a", "b", ""]), min_size=1, max_size=7).map(".".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(mode=st.sampled_from(sorted(_MIN_KEYED)), entries=st.lists(st.one_of(_tiny, _tiny.map(lambda n: n + ".")),
+                                                                   min_size=1, max_size=30),
+       names=st.lists(_tiny, min_size=1, max_size=12))
+def test_keyed_lists_on_repetitive_components(mode, entries, names):
+    """Names and entries over two letters and the empty component (``a.a.b``, ``a..a``) make runs that
+    overlap and restart: the component automaton's failure links must still find the first entry."""
+    cl = compile_list(mode, entries * (1 + _MIN_KEYED[mode] // len(entries)))
+    assert cl._first is not None
+    for name in names + [e + "." + e for e in entries[:5]] + ["a." + e + ".b" for e in entries[:5]]:
+        assert cl.first_rule(name) == _linear(cl, name), name
+
+
+def test_keyed_work_per_name_is_linear_in_its_components():
+    """A name of thousands of components under a long dotted-path list costs time and memory linear in
+    the name (before: every run of components was a candidate key, O(K^2) strings of O(K) characters)."""
+    import time
+    import tracemalloc
+
+    for mode in ("dotted_path", "dotted_path_strip", "suffix"):
+        cl = compile_list(mode, [f"model.layers.{i}.mlp" for i in range(100)] + ["a1.a2.a3.a4", "a9.a0.a1"])
+        costs = []
+        for k in (2_000, 8_000):
+            name = ".".join(f"a{i % 10}" for i in range(k)) + ".weight"
+            tracemalloc.start()
+            t0 = time.perf_counter()
+            hit = cl.first_rule(name)
+            secs = time.perf_counter() - t0
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert hit == _linear(cl, name)
+            costs.append((secs, peak))
+        # four times the components: at most ~4x the memory (plus slack), far from 16x
+        assert costs[1][1] < 6 * costs[0][1] + (64 << 10), (mode, costs)
+        assert costs[1][0] < 1.0, (mode, costs)
+
+
+_glob = st.one_of(_tiny, _tiny.map(lambda n: "language_model." + n), st.sampled_from(["*a*", "a*", "b.*", "*", "a[b", "x?"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(entries=st.lists(_glob, min_size=1, max_size=30), names=st.lists(_tiny, min_size=1, max_size=12))
+def test_glob_component_index_picks_the_same_first_entry_as_a_scan(entries, names):
+    """glob_component lists index their wildcard-free entries by text: the first matching entry in
+    written order is the same as trying every glob on the name, its `language_model.`-less form and
+    each component."""
+    cl = compile_list("glob_component", entries * (1 + 16 // len(entries)))
+    for name in names + ["language_model." + n for n in names[:3]] + [e + ".a" for e in entries[:5]]:
+        assert cl.first_rule(name) == _linear(cl, name), name
+
+
+def test_glob_component_long_name_is_linear():
+    import time
+
+    cl = compile_list("glob_component", [f"model.layers.{i}.mlp.x{i}" for i in range(2000)] + ["lm_head"])
+    assert cl._components is not None
+    name = ".".join(f"a{i}" for i in range(20_000))
+    t0 = time.perf_counter()
+    assert cl.first_rule(name) is None and cl.first_rule(name + ".lm_head") == "lm_head"
+    assert time.perf_counter() - t0 < 0.5  # before: 2,000 entries x 20,000 components of regex calls

@@ -56,9 +56,10 @@ class Outcome:
     error: str | None = None
     notes: list[str] = field(default_factory=list)  # for stderr
     seconds: float = 0.0
+    baseline_entries: tuple[str, list] | None = None  # --write-baseline of several: (key, entries)
 
 
-def _selection(cfg, req: CheckRequest):
+def _selection(cfg, req: CheckRequest, checkpoint: str, out: Outcome):
     from ckptlint import baseline as bl
     from ckptlint import selection as sel
 
@@ -66,7 +67,16 @@ def _selection(cfg, req: CheckRequest):
         selection = sel.build([cfg.selection_layer(), sel.Layer(
             select=list(req.select) if req.select is not None else None,
             extend_select=req.extend_select or (), ignore=req.ignore or ())], cfg.ignore_rules())
-        known = bl.load(req.baseline) if req.baseline else None
+        known = None
+        if req.baseline:
+            loaded = bl.load_file(req.baseline)
+            if loaded.version == 1 and req.many:
+                raise bl.BaselineError(f"{req.baseline}: a baseline of one checkpoint (format 1) names no "
+                                       "checkpoint, so it cannot be used for several: rewrite it with "
+                                       "--write-baseline over the same paths (format 2, keyed by checkpoint)")
+            known, note = loaded.known(checkpoint)
+            if note:
+                out.notes.append(f"ckptlint: {note}")
     except (sel.SelectorError, bl.BaselineError) as exc:
         raise UsageError(str(exc)) from None
     return selection, known
@@ -87,7 +97,7 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     # A source starts reading shard headers in the background now, while the rest is set up.
     with src if isinstance(src, Source) else contextlib.nullcontext(src):
         cfg = common.settings(target, req.shared)
-        selection, known = _selection(cfg, req)
+        selection, known = _selection(cfg, req, target, out)
         specs = list(req.targets) if req.targets else cfg.config.target
         targets = common.targets(specs)
         range_notes = common.range_notes(specs)
@@ -102,7 +112,14 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     report.range_notes = range_notes
     out.notes += [f"ckptlint: note: {n}" for n in range_notes]
     report.config_file = str(cfg.path) if cfg.path else None
-    if req.write_baseline:
+    if req.write_baseline and req.many:  # written once for all checkpoints (write_many_baseline)
+        from ckptlint import baseline as bl
+
+        try:
+            out.baseline_entries = (bl.key(target, req.write_baseline), bl.entries(report.selected))
+        except bl.BaselineError as exc:
+            raise UsageError(str(exc)) from None
+    elif req.write_baseline:
         _write_baseline(report, req.write_baseline, out)
     dropped = ([f"{report.ignored['by_config']} by rule selection and ignores"
                 + (f" ({cfg.label})" if cfg.path else "")] if report.ignored["by_config"] else []) \
@@ -124,6 +141,27 @@ def _write_baseline(report, path: str, out: Outcome) -> None:
     out.notes.append(f"ckptlint: wrote {n} fingerprint(s) to {path}, one per module and release of "
                      f"{c['total']} finding(s) on {len(report.targets)} release(s) ({c['by_severity']['error']} error(s), "
                      f"{c['by_severity']['warning']} warning(s), {c['by_severity']['info']} info)")
+
+
+def write_many_baseline(outcomes: list[Outcome], path: str) -> str:
+    """Write one format-2 baseline for every checkpoint of a run (keyed by checkpoint); the line for
+    stderr. Nothing is written when a checkpoint could not be checked (its key would be lost)."""
+    from ckptlint import baseline as bl
+
+    failed = [o.path for o in outcomes if o.error is not None or o.baseline_entries is None]
+    if failed:
+        return f"ckptlint: baseline {path} not written: {failed[0]} could not be checked"
+    per = {}
+    for o in outcomes:
+        k, entries = o.baseline_entries  # type: ignore[misc]
+        if k in per:
+            raise UsageError(f"--write-baseline: {o.path} has the same baseline key {k!r} as another checkpoint")
+        per[k] = entries
+    try:
+        n = bl.write_many(path, per)
+    except bl.BaselineError as exc:
+        raise UsageError(str(exc)) from None
+    return f"ckptlint: wrote {n} fingerprint(s) for {len(per)} checkpoints to {path}"
 
 
 def render(report, fmt: str, req: CheckRequest, out: Outcome) -> None:

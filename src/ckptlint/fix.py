@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from ckptlint import jsonedit, userregex
+from ckptlint import jsonedit, jsonlimits, userregex
 from ckptlint.deployment import Deployment
 from ckptlint.engine import check_loaded
 from ckptlint.findings import Finding
@@ -72,6 +72,9 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     ckpt = load_checkpoint(path)
     report = check_loaded(ckpt, targets, deployment)
     out = FixPlan()
+    out.not_fixable += [(f, f.message.removeprefix(f"{f.file}: ") + " (ckptlint edits only a config file it can read)")
+                        for f in report.findings if f.target is None and f.code in ("CF302", "CF303")
+                        and f.consequence.value in SERIOUS]
     per = {t.id: _triage(report.findings, t, out) for t in targets}
     where: dict[str, tuple[str, str]] = {}
     method_keys: list[str] = []
@@ -98,7 +101,11 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     text = ckpt.texts.get(source)
     if text is None:
         text = (Path(path) / source).read_bytes().decode("utf-8")
-    edit = _Edit(text, source, key, method_keys)
+    try:
+        edit = _Edit(text, source, key, method_keys)
+    except jsonlimits.JsonLimitError as exc:  # (the check reported it already; never edited)
+        out.not_fixable += [(f, f"{source} is {exc.message}: ckptlint does not edit it") for f, _ in suggestions]
+        return out
     refusal = edit.refusal()
     if refusal:
         out.not_fixable += [(f, refusal) for f, _ in suggestions]
@@ -199,7 +206,7 @@ class _Edit:
         self.section = "quantization_config" if source == "config.json" else "quantization"
         self.dynamic = key == "dynamic" and "dynamic" in method_keys
         self.key = "dynamic" if self.dynamic else key
-        self.doc = json.loads(text)
+        self.doc = jsonlimits.loads(text)  # (the same limits as the check; a refusal is an EditError)
 
     def refusal(self) -> str | None:
         section = self.doc.get(self.section) if isinstance(self.doc, dict) else None
@@ -239,7 +246,7 @@ class _Edit:
         new_text = jsonedit.extend(self.text, [self.section], self.key, items,
                                    "object" if self.dynamic else "array", before=before)
         jsonedit.check(new_text, doc)
-        if self.dynamic and list(json.loads(new_text)[self.section][self.key]) != list(section[self.key]):
+        if self.dynamic and list(jsonlimits.loads(new_text)[self.section][self.key]) != list(section[self.key]):
             raise EditError("the edited `dynamic` rules are not in the intended order")
         return doc, new_text, added
 

@@ -232,8 +232,10 @@ def member_indent(text: str, obj: Node) -> str:
 
 def check(new_text: str, expected: Any) -> None:
     """Raise EditError unless ``new_text`` parses to ``expected``."""
+    from ckptlint.jsonlimits import loads
+
     try:
-        got = json.loads(new_text)
+        got = loads(new_text)
     except ValueError as exc:
         raise EditError(f"the edited text is not JSON ({exc})") from None
     if got != expected:

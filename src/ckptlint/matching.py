@@ -118,13 +118,16 @@ def keeps(mode: str, entry: str) -> bool:
     return mode == "gptq_dynamic" and not entry.startswith("-:")
 
 
-# Modes whose literal entries are found by looking the name's candidate keys up in a dict (see
-# _candidates): an entry matches exactly when its key is one of the name's candidates. `re:` entries
+# Modes whose literal entries are found by the name's components (see _Keyed): an entry matches
+# exactly when its components are a run of the name's components of the kind the mode asks for. `re:` entries
 # of these modes (and every entry of the other modes) are tried in written order as before.
 _KEYED = frozenset({"exact", "exact_or_regex", "suffix", "dotted_path", "dotted_path_strip"})
-# Below this many literal entries a scan is as fast as computing a name's candidates (dotted paths
-# have one candidate per run of components).
+# Below this many literal entries a scan of the predicates is as fast as the automaton.
 _MIN_KEYED = {"exact": 1, "exact_or_regex": 1, "suffix": 8, "dotted_path": 16, "dotted_path_strip": 16}
+
+
+# What makes a ModelOpt glob more than its literal text (glob_regex passes regex syntax through).
+_GLOB_SYNTAX = re.compile(r"[*\\\[\](){}?+^$|]")
 
 
 def _literal(mode: str, entry: str) -> bool:
@@ -136,22 +139,85 @@ def _key(mode: str, entry: str) -> str:
     return entry.rstrip(".") if mode == "dotted_path_strip" else entry
 
 
-def _candidates(mode: str, name: str) -> list[str]:
-    """Every key a literal entry of ``mode`` can have and match ``name`` (the predicates above, read
-    backwards): the name itself (exact); the name and each part after a dot (suffix: ``name == e or
-    name.endswith("." + e)``); each run of consecutive dot-separated components (dotted path: ``e``
-    equal to the name, a leading run followed by a dot, or a run between dots), on the name without
-    trailing dots for ``dotted_path_strip``."""
-    if mode in ("exact", "exact_or_regex"):
-        return [name]
-    if mode == "suffix":
-        parts = name.split(".")
-        return [name] + [".".join(parts[i:]) for i in range(1, len(parts))]
-    if mode == "dotted_path_strip":
-        name = name.rstrip(".")
-    parts = name.split(".")
-    n = len(parts)
-    return [".".join(parts[i:j]) for i in range(n) for j in range(i + 1, n + 1)]
+class _Keyed:
+    """The literal entries of a keyed mode, found for a name in one pass over its components.
+
+    Every keyed predicate above, read backwards, asks whether an entry's dot-separated components
+    are a run of the name's components: the whole name (exact), a run that ends the name (suffix:
+    ``name == e or name.endswith("." + e)``), or any run (dotted path: ``e`` equal to the name, a
+    leading run followed by a dot, or a run between dots; ``"." + e + "."`` in ``"." + name + "."``).
+    Rather than spelling out every such run of the name (O(K^2) strings of O(K) characters for a name
+    of K components: gigabytes for one hostile name of a few thousand components), the entries are
+    put in an automaton over components (Aho-Corasick, with component strings as letters), and a
+    name costs one step per component and no strings beyond its parts. ``best[s]`` is the first
+    (lowest) entry position among the entries that end at state ``s`` or at any state on its failure
+    chain, so the scan only takes a minimum."""
+
+    __slots__ = ("mode", "exact", "goto", "fail", "best", "end")
+
+    def __init__(self, mode: str, first: dict[str, int]) -> None:
+        self.mode = mode
+        self.exact = first if mode in ("exact", "exact_or_regex") else None
+        if self.exact is not None:
+            return
+        none = 1 << 62
+        goto: list[dict[str, int]] = [{}]
+        own: list[int] = [none]
+        for key, i in first.items():
+            parts = key.split(".")
+            if mode == "suffix":
+                parts.reverse()  # a suffix of the name is a prefix of its reversed components
+            s = 0
+            for part in parts:
+                nxt = goto[s].get(part)
+                if nxt is None:
+                    nxt = goto[s][part] = len(goto)
+                    goto.append({})
+                    own.append(none)
+                s = nxt
+            own[s] = min(own[s], i)
+        self.goto, self.end = goto, none
+        if mode == "suffix":  # a walk from the name's end along one path: no failure links needed
+            self.fail, self.best = [], own
+            return
+        fail = [0] * len(goto)
+        best = own[:]
+        queue = list(goto[0].values())
+        for s in queue:  # breadth first: a state's failure target is settled before the state
+            for part, t in goto[s].items():
+                f = fail[s]
+                while f and part not in goto[f]:
+                    f = fail[f]
+                g = goto[f].get(part, 0)
+                fail[t] = g if g != t else 0
+                best[t] = min(best[t], best[fail[t]])
+                queue.append(t)
+        self.fail, self.best = fail, best
+
+    def first(self, name: str) -> int | None:
+        """The lowest position of a literal entry that matches ``name``, or None."""
+        if self.exact is not None:
+            return self.exact.get(name)
+        goto, best, end = self.goto, self.best, self.end
+        if self.mode == "suffix":
+            s, low = 0, end
+            for part in reversed(name.split(".")):
+                s = goto[s].get(part, -1)
+                if s < 0:
+                    break
+                low = min(low, best[s])
+            return None if low == end else low
+        if self.mode == "dotted_path_strip":
+            name = name.rstrip(".")
+        fail = self.fail
+        s, low = 0, end
+        for part in name.split("."):
+            while s and part not in goto[s]:
+                s = fail[s]
+            s = goto[s].get(part, 0)
+            if best[s] < low:
+                low = best[s]
+        return None if low == end else low
 
 
 @dataclass
@@ -163,9 +229,13 @@ class CompiledList:
     def __post_init__(self) -> None:
         # Long lists (Quark/compressed-tensors exclude lists of hundreds of module names) of a keyed
         # mode: the first literal entry per key, and the others (`re:` entries) with their positions.
-        self._first: dict[str, int] | None = None
+        self._first: _Keyed | None = None
+        self._components: dict[str, int] | None = None
         self._others: list[tuple[int, Predicate | None]] = []
         mode = self.mode
+        if mode == "glob_component":
+            self._component_index()
+            return
         if mode not in _KEYED:
             return
         literal = [_literal(mode, e) for e in self.entries]
@@ -176,14 +246,38 @@ class CompiledList:
                     first.setdefault(_key(mode, e), i)
                 else:
                     self._others.append((i, self.preds[i]))
-            self._first = first
+            self._first = _Keyed(mode, first)
+
+    def _component_index(self) -> None:
+        """ModelOpt globs without a wildcard or other regex syntax (the module names exporters write)
+        fullmatch a text exactly when they equal it: such entries are found by the name, the name
+        without ``language_model.`` and its components, looked up once each; the entries with a
+        wildcard are still tried in written order. (A name of K components then costs O(K) lookups
+        plus the wildcard entries, not O(entries x K) regex calls.)"""
+        literal = [not _GLOB_SYNTAX.search(e) for e in self.entries]
+        if sum(literal) < _MIN_KEYED["dotted_path"]:
+            return
+        first: dict[str, int] = {}
+        for i, (e, lit) in enumerate(zip(self.entries, literal)):
+            if lit:
+                first.setdefault(e, i)
+            else:
+                self._others.append((i, self.preds[i]))
+        self._components = first
+
+    def _first_component(self, name: str) -> int | None:
+        get = self._components.get
+        cands = [name, *name.split(".")]
+        if name.startswith("language_model."):
+            cands.append(name[len("language_model."):])
+        return min((i for i in map(get, cands) if i is not None), default=None)
 
     def first_rule(self, name: str) -> str | None:
         """The first entry that matches ``name`` (a keeping rule included), or None."""
         first = self._first
-        if first is not None:
-            get = first.get
-            best = min((i for i in map(get, _candidates(self.mode, name)) if i is not None), default=len(self.entries))
+        if first is not None or self._components is not None:
+            hit = first.first(name) if first is not None else self._first_component(name)
+            best = len(self.entries) if hit is None else hit
             for i, pred in self._others:
                 if i > best:
                     break

@@ -39,8 +39,8 @@ def check(
     extend_select: Annotated[Optional[list[str]], Option("--extend-select", help="Add these rules to the selection.")] = None,
     output: Annotated[Optional[str], Option("--output", "-o", help="Write the report to this file.")] = None,
     report: ReportOpt = None,
-    baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones; one checkpoint).")] = None,
-    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (one checkpoint); prints one line, and the report only with --output.")] = None,
+    baseline: Annotated[Optional[str], Option("--baseline", help="Drop findings recorded in this baseline file (report only new ones); with several checkpoints, each takes the entries under its own key.")] = None,
+    write_baseline: Annotated[Optional[str], Option("--write-baseline", help="Record the current findings' fingerprints in this file and exit 0 (several checkpoints: one file, keyed by checkpoint); prints one line, and the report only with --output.")] = None,
     kv_cache_fraction: KvFractionOpt = None,
     color: Annotated[Color, Option("--color", help="Colour in the text report: auto (a terminal, unless NO_COLOR is set), always, never.")] = Color.auto,
     quiet: Annotated[bool, Option("--quiet", "-q", help="No progress on stderr.")] = False,
@@ -52,9 +52,6 @@ def check(
     from ckptlint.selection import split_flags
 
     paths = _distinct(path)
-    if len(paths) > 1 and (baseline or write_baseline):
-        usage_error("--baseline and --write-baseline take one checkpoint (a baseline's fingerprints do not "
-                    "name the checkpoint)")
     if target:
         common.targets(target)  # a bad --target is a usage error before anything is read
     extra = _extra_reports(report or [])
@@ -69,6 +66,8 @@ def check(
         color=format is CheckFormat.text and _color(color, tty), width=_width(tty),
         progress=not quiet and len(paths) == 1, many=len(paths) > 1)
     outcomes = _run(paths, req, format.value, output, quiet)
+    if write_baseline and len(paths) > 1:
+        echo(batch.write_many_baseline(outcomes, write_baseline))
     # --write-baseline records findings: its one line (on stderr) is the output, unless --output asks for the report
     _write_reports(outcomes, format.value, output, extra, req.color, stdout=not write_baseline or bool(output))
     code = EXIT_USAGE if any(o.error is not None for o in outcomes) else \

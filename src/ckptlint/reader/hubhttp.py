@@ -124,12 +124,33 @@ def error_reason(headers: Message | None) -> str:
     return f" ({': '.join(parts)})" if parts else ""
 
 
+# HTTP numbers (Content-Length, Content-Range, Retry-After) are read only when they are plain ASCII
+# digits, at most this many: 19 digits hold every byte count and delay a server can mean (2**63 - 1),
+# and a longer run is refused before any conversion (Python's int() refuses more than 4,300 digits
+# with an error of its own; a hostile server sends 5,000).
+HTTP_NUMBER_DIGITS = 19
+
+
+def http_number(value: object) -> int | None:
+    """A non-negative HTTP integer (header text or a regex group), or None when it is not 1 to
+    :data:`HTTP_NUMBER_DIGITS` ASCII digits (spaces around it allowed)."""
+    if not isinstance(value, str):
+        return None
+    v = value.strip()
+    if not v or len(v) > HTTP_NUMBER_DIGITS or not (v.isascii() and v.isdigit()):
+        return None
+    return int(v)
+
+
 def _retry_after(headers: Message | None) -> float | None:
     v = (headers.get("Retry-After") or "").strip() if headers is not None else ""
     if not v:
         return None
     if v.isascii() and v.isdigit():
-        return float(v)
+        n = http_number(v)
+        return float(n) if n is not None else None  # (longer than any delay: not honoured, as a bad date)
+    if len(v) > 64:  # an HTTP date is 29 characters
+        return None
     try:
         when = email.utils.parsedate_to_datetime(v)
     except (TypeError, ValueError, IndexError):
@@ -370,8 +391,7 @@ class HttpClient:
 
 
 def _length(resp: http.client.HTTPResponse) -> int | None:
-    v = (resp.getheader("Content-Length") or "").strip()
-    return int(v) if v.isascii() and v.isdigit() and len(v) < 20 else None
+    return http_number(resp.getheader("Content-Length") or "")
 
 
 def _read(resp: http.client.HTTPResponse, limit: int) -> bytes:

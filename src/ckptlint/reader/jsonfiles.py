@@ -7,13 +7,13 @@ reported anyway, because the earlier value is silently lost.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from ckptlint.fsutil import FileRefused, read_capped
+from ckptlint.jsonlimits import NOT_DECODED, TOO_DEEP, JsonLimitError, loads, too_deep, try_fast
 
 MIB = 1 << 20
 # What ckptlint reads of each JSON side file at most (a larger file, or one that is not a regular
@@ -80,28 +80,20 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = (), text_cap: int | N
             return out
         out.text = text
     try:
-        # msgspec reads the same documents as Python's json (same values, the later of two repeated
-        # keys) several times faster; whatever it refuses (NaN, 1e400, a lone surrogate escape, a
-        # BOM, very deep nesting, a huge integer) Python's json decides, with its own error text.
-        out.obj = _decode_index(raw, shards) if shards else _UNSET
-        if out.obj is _UNSET:
-            out.obj = _fast_decode(raw)
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        out.obj = _UNSET
-    try:
-        if out.obj is _UNSET:
-            if text is None:
+        # (jsonlimits: msgspec first, Python's json for what it refuses; the nesting and number limits)
+        obj = _decode_index(raw, shards) if shards else _UNSET
+        if obj is _UNSET:
+            obj = try_fast(raw)
+        if obj is NOT_DECODED:
+            if text is None:  # (an ASCII file read without its text: Python's json reads the text)
                 text = out.text = raw.decode("ascii")
-            out.obj = json.loads(text)
-    except RecursionError:
-        out.error = "is not valid JSON: nested too deeply"
-        return out
-    except json.JSONDecodeError as e:
-        msg = e.msg[:-3] if e.msg.endswith(" at") else e.msg
-        out.error = f"is not valid JSON: {msg} at line {e.lineno} column {e.colno}"
-        return out
-    except ValueError as e:
-        out.error = f"is not valid JSON: {str(e).splitlines()[0]}"
+            obj = loads(text, python_only=True)
+        elif too_deep(obj):
+            raise JsonLimitError(TOO_DEEP, limit=True)
+        out.obj = obj
+    except JsonLimitError as e:
+        out.error = f"is not valid JSON: {e.message}" if not e.limit else f"is {e.message}"
+        out.refused = e.limit
         return out
     # Every key is followed by exactly one ':'; more colons than keys means a colon inside a
     # string or a duplicate key (which the plain parse hides): only then parse again with a hook.
@@ -122,7 +114,7 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = (), text_cap: int | N
                 seen.add(k)
         return d
 
-    json.loads(text, object_pairs_hook=hook)
+    loads(text, object_pairs_hook=hook)
     out.duplicates = dups
     return out
 
@@ -131,7 +123,6 @@ def parse_json_bytes(raw: bytes, shards: tuple[str, ...] = (), text_cap: int | N
 # index is ~100 MB of text plus a dict of the same entries, and memory must stay bounded.
 MAX_KEPT_TEXT = 16 * 2**20
 _UNSET = object()
-_fast_decode = msgspec.json.Decoder().decode
 _INDEX_DECODERS: dict[tuple[str, ...], Any] = {}
 
 
@@ -149,7 +140,7 @@ def _decode_index(raw: bytes, shards: tuple[str, ...]) -> Any:
         dec = _INDEX_DECODERS[shards] = msgspec.json.Decoder(index).decode
     try:
         doc = dec(raw)
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         return _UNSET
     if doc.metadata is msgspec.UNSET:
         return {"weight_map": doc.weight_map}

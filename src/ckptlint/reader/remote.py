@@ -31,7 +31,6 @@ a shard are SF117 findings whose message says what the server answered.
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 import urllib.parse
@@ -40,7 +39,8 @@ from email.message import Message
 
 from ckptlint.reader import hubsettings
 from ckptlint.reader.header import ShardInfo, ShardRead, ShardUnreadable, read_header
-from ckptlint.reader.hubhttp import ATTEMPTS, HttpClient, RemoteError, Reply, clean, error_reason
+from ckptlint import jsonlimits
+from ckptlint.reader.hubhttp import ATTEMPTS, HttpClient, RemoteError, Reply, clean, error_reason, http_number
 from ckptlint.reader.hubsettings import DEFAULT_REVISION, RemoteUnavailable, offline, parse_hf_url
 from ckptlint.reader.jsonfiles import JsonRead, parse_json_bytes
 from ckptlint.reader.names import CONFIG_NAME, INDEX_NAME, QUANT_CONFIG_NAME
@@ -172,7 +172,10 @@ def _content_range(r: Reply, start: int) -> tuple[int, int, int]:
         got = f"{clean(cr, 80)!r}" if cr else "none"
         raise RemoteError(f"the server answered a range request (HTTP 206) without a usable Content-Range "
                           f"header (got {got}), so the file size is unknown")
-    first, last, total = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    first, last, total = http_number(m.group(1)), http_number(m.group(2)), http_number(m.group(3))
+    if first is None or last is None or total is None:
+        raise RemoteError(f"the server answered a range request (HTTP 206) with numbers too long to be byte "
+                          f"positions (Content-Range: {clean(cr, 80)})")
     if first != start or last < first or last >= total:
         raise RemoteError(f"the server answered bytes={start}-... with the wrong range (Content-Range: {clean(cr, 80)})")
     if len(r.body) < last - first + 1:
@@ -332,7 +335,7 @@ class HubRepo(Source):
                 raise self._fatal(e, "listing the repository") from None
             return None  # no listing API here (a mirror), or not allowed: probe the files instead
         try:
-            doc = json.loads(r.body)
+            doc = jsonlimits.loads(r.body)  # (the limits of every JSON document: a refusal is "no listing")
             siblings = doc["siblings"]
             names = {s["rfilename"] for s in siblings if isinstance(s, dict) and isinstance(s.get("rfilename"), str)}
         except (ValueError, KeyError, TypeError):
@@ -414,8 +417,9 @@ class HubRepo(Source):
         except RemoteError as e:
             if e.status == 416:  # empty file: "Content-Range: bytes */0"
                 m = _UNSATISFIED.match(e.headers.get("Content-Range") or "") if e.headers is not None else None
-                if m is not None:
-                    return read_header(name, _RemoteBlob(self.client, url, int(m.group(1)), b"", 0))
+                size = http_number(m.group(1)) if m is not None else None
+                if size is not None:
+                    return read_header(name, _RemoteBlob(self.client, url, size, b"", 0))
             return self._failed(name, e)
         self._pin(r.headers)
         try:
@@ -423,9 +427,9 @@ class HubRepo(Source):
                 first_byte, last, size = _content_range(r, 0)
                 prefix = r.body[: last + 1]
             else:  # 200: the server ignored Range; only the first bytes of the body were read
-                length = r.headers.get("Content-Length")
-                if length and length.strip().isascii() and length.strip().isdigit():
-                    size = int(length)
+                length = http_number(r.headers.get("Content-Length"))
+                if length is not None:
+                    size = length
                 elif len(r.body) < first:
                     size = len(r.body)
                 else:
