@@ -165,6 +165,8 @@ def _quant_use(call: ast.Call) -> str:
         return "absent"
     if isinstance(v, ast.Constant) and v.value is None:
         return "none"
+    if isinstance(v, (ast.IfExp, ast.BoolOp)):
+        return "conditional"
     return "passed" if "quant" in _text(v) else "other:" + _text(v)[:60]
 
 
@@ -389,7 +391,9 @@ class _Module:
                     self.imports[a.asname or a.name] = f"{base}:{a.name}"
             elif isinstance(st, ast.ClassDef):
                 self.classes[st.name] = st
-            elif isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in st.targets):
+            elif isinstance(st, (ast.Assign, ast.AnnAssign)) and any(
+                    isinstance(t, ast.Name) and t.id == "EntryClass"
+                    for t in (st.targets if isinstance(st, ast.Assign) else [st.target])) and st.value is not None:
                 v = st.value
                 elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
                 self.entry = [_text(e) for e in elts]
@@ -671,6 +675,9 @@ def extract_classes(framework: str, version: str, source_dir: str | os.PathLike[
             if naming:
                 d["layer_naming"] = naming
             out["draft"] = d
+        module, _, cname = key.partition(":")
+        if cname in rel.modules[module].entry:
+            out["entry_class"] = True  # SGLang registers a module's EntryClass classes under their own names
         if out:
             out["bases"] = f["bases"]
             classes[key] = out

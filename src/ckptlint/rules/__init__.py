@@ -18,6 +18,7 @@ def _all_rules() -> tuple[type[Rule], ...]:
     from ckptlint.reader import READER_RULES
     from ckptlint.rules.config_regex import ConfigRegexUndecided
     from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
+    from ckptlint.rules.extracted_simulation import ExtractedSimulation
     from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
     from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
     from ckptlint.rules.memory_fit import GpuMemoryFit
@@ -40,7 +41,7 @@ def _all_rules() -> tuple[type[Rule], ...]:
          TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing,
          MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported, ScaleMissing, UnexpectedTensor,
          SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit),
+         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit, ExtractedSimulation),
         key=lambda r: r.code,
     ))
 

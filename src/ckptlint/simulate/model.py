@@ -191,6 +191,13 @@ class Plan(NamedTuple):
     fusion_reason: str | None = None  # why it is on or off
     float_dtype: str = "BF16"  # the dtype unquantized layers are built in
     parallel: Any = None  # the framework's sharding data (ckptlint/hardware/parallel.toml)
+    # simulated from the facts extracted from the release's wheel (targets.extracted_classes): the class
+    # ("module:Class"), the Architecture fields those facts gave, what they leave to the generic rules,
+    # and the fields the hand-written data layered on top
+    extracted: str | None = None
+    extracted_facts: tuple[str, ...] = ()
+    extracted_notes: tuple[str, ...] = ()
+    hand_facts: tuple[str, ...] = ()
 
     @property
     def simulated(self) -> bool:

@@ -274,6 +274,8 @@ class DenseDims:
     router: str = "gate"
     qk_norm: bool = False
     tie_word_embeddings: bool = False
+    routing_bias: bool = False  # a per-expert router bias `<moe_block>.e_score_correction_bias` (F32 [E])
+    qk_norm_per_layer: bool = False  # q_norm/k_norm over all heads ([heads*head_dim]), MiniMax-M2
 
     def config(self) -> dict[str, Any]:
         cfg = {"architectures": [self.arch], "model_type": self.model_type, "hidden_size": self.hidden,
@@ -298,12 +300,16 @@ def dense_modules(d: DenseDims) -> list[Module]:
                 Module(f"{p}.input_layernorm", (H,), "norm", L),
                 Module(f"{p}.post_attention_layernorm", (H,), "norm", L)]
         if d.qk_norm:
-            out += [Module(f"{p}.self_attn.q_norm", (d.head_dim,), "norm", L),
-                    Module(f"{p}.self_attn.k_norm", (d.head_dim,), "norm", L)]
+            qn, kn = ((d.heads * d.head_dim, d.kv_heads * d.head_dim) if d.qk_norm_per_layer
+                      else (d.head_dim, d.head_dim))
+            out += [Module(f"{p}.self_attn.q_norm", (qn,), "norm", L),
+                    Module(f"{p}.self_attn.k_norm", (kn,), "norm", L)]
         if d.n_experts:
             g, u, dn = d.expert_projs
             I = d.moe_intermediate
             out.append(Module(f"{p}.{d.moe_block}.{d.router}", (d.n_experts, H), "router", L))
+            if d.routing_bias:
+                out.append(Module(f"{p}.{d.moe_block}.e_score_correction_bias", (d.n_experts,), "bias", L))
             for e in range(d.n_experts):
                 out += [Module(f"{p}.{d.moe_block}.experts.{e}.{g}", (I, H), "expert", L),
                         Module(f"{p}.{d.moe_block}.experts.{e}.{u}", (I, H), "expert", L),
@@ -322,6 +328,16 @@ def dense_modules(d: DenseDims) -> list[Module]:
 def mixtral_dims(**kw: Any) -> DenseDims:
     base = dict(arch="MixtralForCausalLM", model_type="mixtral", n_experts=4, moe_block="block_sparse_moe",
                 expert_projs=("w1", "w3", "w2"), kv_heads=2)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def minimax_m2_dims(**kw: Any) -> DenseDims:
+    """MiniMax-M2 (MiniMaxM2ForCausalLM): every layer MoE under `block_sparse_moe` with experts
+    `w1`/`w3`/`w2`, router `block_sparse_moe.gate` and its F32 `e_score_correction_bias`, per-layer
+    q/k norms; its published config.json names the experts `num_local_experts`."""
+    base = dict(arch="MiniMaxM2ForCausalLM", model_type="minimax_m2", n_experts=4, moe_block="block_sparse_moe",
+                expert_projs=("w1", "w3", "w2"), qk_norm=True, qk_norm_per_layer=True, routing_bias=True)
     base.update(kw)
     return DenseDims(**base)
 
