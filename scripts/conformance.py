@@ -5,6 +5,7 @@
   scripts/conformance.py new sglang 0.5.24 [--previous 0.5.23]
   scripts/conformance.py new vllm 0.32.0 0.33.0
   scripts/conformance.py lock-status
+  scripts/conformance.py extract vllm 0.33.0 | --all   (regenerate src/ckptlint/targets/extracted/)
 
 Wheels are cached in $CKPTLINT_CONFORMANCE_CACHE (default ~/.cache/ckptlint/conformance).
 """
@@ -131,6 +132,25 @@ def cmd_lock_status(args: argparse.Namespace) -> int:
     return 0 if all(s == "agree" for s in st.values()) else 1
 
 
+def cmd_extract(args: argparse.Namespace) -> int:
+    """Regenerates the extracted release knowledge (src/ckptlint/targets/extracted/<fw>/<ver>/*.json)
+    from the release's wheel, for one release or (``--all``) every supported release."""
+    from conformance import knowledge
+
+    if args.all:
+        releases = [tuple(t.split("==")) for t in ckptside.targets()]
+        releases += [(fw, v) for fw, v in knowledge.extracted_extra() if (fw, v) not in releases]
+    elif args.framework and args.version:
+        releases = [(args.framework, args.version)]
+    else:
+        print("extract: give FRAMEWORK VERSION or --all", file=sys.stderr)
+        return 2
+    for fw, v in releases:
+        for path in knowledge.run(fw, v, args.only, download=not args.no_download):
+            print(f"{fw}=={v}: wrote {path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -147,8 +167,16 @@ def main(argv: list[str] | None = None) -> int:
     ls = sub.add_parser("lock-status", help="each target's last run from the lock: agree / N disagreements / "
                                             "data changed / not locked (offline)")
     ls.add_argument("--write-docs", action="store_true", help="regenerate docs/conformance.md's section")
+    x = sub.add_parser("extract", help="regenerate the release knowledge extracted from the wheels "
+                                       "(src/ckptlint/targets/extracted/)")
+    x.add_argument("framework", nargs="?", choices=["sglang", "vllm"])
+    x.add_argument("version", nargs="?")
+    x.add_argument("--all", action="store_true", help="every supported release (and every release already extracted)")
+    x.add_argument("--only", action="append", help="only this extractor (default: all of conformance/knowledge)")
+    x.add_argument("--no-download", action="store_true", help="use cached wheels only")
     args = ap.parse_args(argv)
-    return {"run": cmd_run, "new": cmd_new, "lock-status": cmd_lock_status}[args.cmd](args)
+    return {"run": cmd_run, "new": cmd_new, "lock-status": cmd_lock_status,
+            "extract": cmd_extract}[args.cmd](args)
 
 
 if __name__ == "__main__":
