@@ -32,8 +32,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-EXTRACTOR_VERSION = 1
-
 MODEL_DIRS = {
     "sglang": ["sglang/srt/models"],
     "vllm": ["vllm/model_executor/models", "vllm/models"],
@@ -376,16 +374,17 @@ def _loader_facts(funcs: list[ast.FunctionDef], facts: dict[str, Any]) -> None:
 # --- one release ----------------------------------------------------------------------------------
 
 class _Module:
-    def __init__(self, name: str, tree: ast.Module, pkg: str):
+    def __init__(self, name: str, tree: ast.Module, is_pkg: bool):
         self.name = name
         self.imports: dict[str, str] = {}  # local name -> "module:Name"
         self.classes: dict[str, ast.ClassDef] = {}
         self.entry: list[str] = []
-        for st in tree.body:
+        for st in _module_level(tree.body):
             if isinstance(st, ast.ImportFrom):
                 base = st.module or ""
                 if st.level:
-                    parts = name.split(".")[: -st.level]
+                    # (a package's __init__ is its own level-1 base)
+                    parts = name.split(".")[: len(name.split(".")) - st.level + (1 if is_pkg else 0)]
                     base = ".".join(parts + ([base] if base else []))
                 for a in st.names:
                     self.imports[a.asname or a.name] = f"{base}:{a.name}"
@@ -397,6 +396,22 @@ class _Module:
                 v = st.value
                 elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
                 self.entry = [_text(e) for e in elts]
+
+
+def _module_level(body: list[ast.stmt]):
+    """Module-level statements, also inside top-level if/try (platform-dependent imports: the last
+    binding wins, which is the CUDA default branch where a module picks per platform)."""
+    for st in body:
+        if isinstance(st, ast.If):
+            yield from _module_level(st.body)
+            yield from _module_level(st.orelse)
+        elif isinstance(st, ast.Try):
+            yield from _module_level(st.body)
+            for h in st.handlers:
+                yield from _module_level(h.body)
+            yield from _module_level(st.orelse)
+        else:
+            yield st
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -428,7 +443,7 @@ class _Release:
                 tree = _parse(path)
                 if tree is None:
                     continue
-                m = _Module(_module_name(root, path), tree, framework)
+                m = _Module(_module_name(root, path), tree, path.name == "__init__.py")
                 self.modules[m.name] = m
                 for cname, cls in m.classes.items():
                     self.facts[f"{m.name}:{cname}"] = _class_facts(cls)
@@ -500,11 +515,12 @@ class _Release:
             if depth > 10 or (k, path) in seen:
                 return
             seen.add((k, path))
-            f = self.facts.get(k, {})
-            for s in f.get("stacked", []):
-                stacked.append({"class": k, "at": path, **s})
-            for e in f.get("expert_mapping", []):
-                experts.append({"class": k, "at": path, **e})
+            owner, _ = self.inherited(k, "load_weights")  # the tables of the load_weights that runs
+            lf = self.facts.get(owner, {}) if owner is not None else {}
+            for s in lf.get("stacked", []):
+                stacked.append({"class": owner, "at": path, **s})
+            for e in lf.get("expert_mapping", []):
+                experts.append({"class": owner, "at": path, **e})
             for ch in self._children(k):
                 name = ch["attr"]
                 pname = ch.get("prefix", name)
@@ -681,34 +697,23 @@ def extract_classes(framework: str, version: str, source_dir: str | os.PathLike[
         if out:
             out["bases"] = f["bases"]
             classes[key] = out
-    return {"classes": classes, "draft_overrides": overrides}
+    # A package's re-exports (`from .model import XForCausalLM` in its __init__), which a registry may name.
+    aliases: dict[str, str] = {}
+    for mname, m in rel.modules.items():
+        if not (root / mname.replace(".", "/") / "__init__.py").is_file():
+            continue
+        for local in m.imports:
+            real = rel.resolve(mname, local)
+            if real is not None and real in classes and real != f"{mname}:{local}":
+                aliases[f"{mname}:{local}"] = real
+    return {"classes": classes, "aliases": dict(sorted(aliases.items())), "draft_overrides": overrides}
 
 
 # --- the generated file -------------------------------------------------------------------------
 
-def classes_path(framework: str, version: str) -> Path:
-    """src/ckptlint/targets/extracted/<framework>/<version>/classes.json in this checkout."""
-    return Path(__file__).resolve().parents[2] / "src" / "ckptlint" / "targets" / "extracted" / framework / version \
-        / "classes.json"
-
-
-def wheel_sha256(framework: str, version: str) -> str | None:
-    import hashlib
-
-    from conformance.wheels import cached_wheel
-
-    whl = cached_wheel(framework, version)
-    if whl is None:
-        return None
-    h = hashlib.sha256()
-    with open(whl, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def render(doc: dict[str, Any]) -> str:
-    """The JSON text: stamp first, then one class per line (small, reviewable diffs)."""
+    """The JSON text of a stamped document: the stamp first, then one class per line (reviewable diffs;
+    the dict order of each class is the source's, which the shard order of a mapping follows)."""
     import json
 
     head = {k: v for k, v in doc.items() if k != "classes"}
@@ -719,28 +724,16 @@ def render(doc: dict[str, Any]) -> str:
     items = sorted(doc["classes"].items())
     for i, (k, v) in enumerate(items):
         sep = "," if i < len(items) - 1 else ""
-        lines.append(f"{json.dumps(k)}: {json.dumps(v, sort_keys=True, separators=(',', ':'))}{sep}")
+        lines.append(f"{json.dumps(k)}: {json.dumps(v, separators=(',', ':'))}{sep}")
     lines.append("}}")
     return "\n".join(lines) + "\n"
 
 
-def generate(framework: str, version: str, *, download: bool = True) -> Path:
-    """Extract ``framework==version`` and write its classes.json (stamped with the wheel's sha256 and
-    the extractor version)."""
-    from conformance.wheels import source_dir
+def write(framework: str, version: str, name: str, doc: dict[str, Any], wheel: Path, extractor: str) -> str:
+    """``conformance.knowledge.common.write`` with this file's rendering (``run`` calls it)."""
+    from conformance.knowledge.common import EXTRACTED_DIR, REPO, stamp
 
-    src = source_dir(framework, version, download=download)
-    doc = extract_classes(framework, version, src)
-    doc.update({"framework": framework, "version": version, "extractor": f"classes/{EXTRACTOR_VERSION}",
-                "wheel_sha256": wheel_sha256(framework, version)})
-    out = classes_path(framework, version)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(doc), encoding="utf-8")
-    return out
-
-
-if __name__ == "__main__":  # python -m conformance.knowledge.classes FW VER [VER ...]
-    import sys
-
-    for ver in sys.argv[2:]:
-        print(generate(sys.argv[1], ver))
+    dest = EXTRACTED_DIR / framework / version / f"{name}.json"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(render(stamp(framework, version, doc, wheel, extractor)), encoding="utf-8")
+    return str(dest.relative_to(REPO))

@@ -1,7 +1,7 @@
 """Model classes simulated from the facts extracted from a release's wheel (``extracted/<fw>/<ver>/classes.json``).
 
-The generated files (``python scripts/conformance.py extract FW VER``; extractor in the repository's
-``conformance/knowledge/classes.py``) hold, per ``"module:Class"``, what the class declares about loading:
+The generated files (``python scripts/conformance.py extract FW VER --only classes``; extractor in the
+repository's ``conformance/knowledge/classes.py``, stamped like ``registry.json``) hold, per ``"module:Class"``, what the class declares about loading:
 its ``packed_modules_mapping`` (and what ``__init__`` adds), the literal stacked / expert tables of its
 ``load_weights``, its ``WeightsMapper`` rules and every sub-layer with the quant config it is built with.
 
@@ -39,6 +39,7 @@ FACTS = ("stacked", "packed_modules_mapping", "packed_modules_mapping_if", "expe
 # What stays with the generic rules whatever the class (the extractor does not model loader branches).
 GENERIC_ALWAYS = ("unexpected_param", "unexpected", "shape_kinds", "layer_prefix")
 
+_SHARD_RANK = {"q": 0, "k": 1, "v": 2}
 _MOE = re.compile(r"MoE|Moe|Experts|get_moe_impl_class\(\)")
 _LINEAR = re.compile(r"Linear|LMHead")
 _GATE_CLASSES = re.compile(r"Gate|Router")
@@ -46,6 +47,8 @@ _GATE_CLASSES = re.compile(r"Gate|Router")
 
 class _Doc(msgspec.Struct):
     classes: dict[str, msgspec.Raw]
+    aliases: dict[str, str] = {}
+    draft_overrides: dict[str, list[str]] = {}
     framework: str = ""
     version: str = ""
     wheel_sha256: str | None = None
@@ -89,27 +92,20 @@ def class_facts(framework: str, version: str, key: str) -> dict[str, Any] | None
 
 
 def class_for(framework: str, version: str, arch: str) -> str | None:
-    """``"module:Class"`` that serves ``arch`` on the release: the release's model registry (registry.json)
-    when it names it, else the one class of that name that loads weights."""
-    try:
-        from ckptlint.targets import extracted as registry_api
-        lookup = getattr(registry_api, "registered_class", None)
-    except ImportError:  # (the registry data is generated separately)
-        lookup = None
-    if lookup is not None:
-        try:
-            got = lookup(framework, version, arch)
-        except (KeyError, LookupError, OSError, ValueError):
-            got = None
-        if got:
-            return got
+    """``"module:Class"`` that serves ``arch`` on the release: the one its model registry names
+    (registry.json, ``ckptlint.targets.extracted``), through a package's re-export where the registry
+    names the package; None when the release does not register ``arch`` or its class was not extracted."""
+    from ckptlint.targets.extracted import knowledge
+
+    k = knowledge(framework, version)
+    entry = k.architectures.get(arch) if k is not None else None
     d = _doc(framework, version)
-    if d is None:
+    if entry is None or d is None:
         return None
-    named = [k for k in d.classes if k.rpartition(":")[2] == arch]
-    if len(named) > 1:
-        named = [k for k in named if (class_facts(framework, version, k) or {}).get("tree") is not None]
-    return named[0] if len(named) == 1 else None
+    key = f"{entry.module}:{entry.cls}"
+    if key not in d.classes:
+        key = d.aliases.get(key, key)
+    return key if key in d.classes else None
 
 
 # --- facts -> Architecture fields ---------------------------------------------------------------
@@ -145,7 +141,8 @@ def _stacked(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[s
     if not found:
         return None, notes
     fused: dict[str, list[str]] = {}
-    for param, shard, _sid in rows:
+    order: dict[str, Any] = {}
+    for param, shard, sid in rows:
         p, s = param.strip("."), shard.strip(".")
         if "." in p or "." in s:  # a dotted row: keep its last components when they share the parent
             ph, _, p = p.rpartition(".")
@@ -157,7 +154,19 @@ def _stacked(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[s
         lst = fused.setdefault(p, [])
         if s not in lst:
             lst.append(s)
+            order[s] = sid
+    for p, lst in fused.items():  # shard order: the loader's shard ids (q, k, v / 0, 1, ...) where it gives them
+        ids = [_rank(order[x]) for x in lst]
+        if None not in ids and len(set(ids)) == len(ids):
+            lst.sort(key=lambda x: _rank(order[x]))
     return [{"fused": f, "shards": sh, "requires_config": None} for f, sh in fused.items()], notes
+
+
+def _rank(sid: Any) -> int | None:
+    """A shard id's position: q/k/v, or an integer (None: anything else)."""
+    if isinstance(sid, str):
+        return _SHARD_RANK.get(sid)
+    return sid if isinstance(sid, int) and not isinstance(sid, bool) else None
 
 
 def _mappers(facts: dict[str, Any]) -> list[dict[str, Any]]:
