@@ -166,7 +166,8 @@ def test_facts_become_architecture_fields(toy):
     assert kinds[r"\.moe_block\.gate$"] == "unquantized_linear"
     assert kinds["^lm_head$"] == "unquantized_linear"
     assert fields["rename"] == [{"pattern": r"^transformer\.", "to": "model.", "count": 1}]
-    blocks_rx, blocks = fields["absent_experts"]
+    blocks_rx, blocks, own = fields["absent_experts"]
+    assert own == ["moe_block.experts"]
     assert "mlp" in blocks and re.match(blocks_rx, "model.layers.0.mlp.experts.0.")
 
 

@@ -61,6 +61,10 @@ class ExtractedSimulation(Rule):
                "(what the loader does with names without a parameter, norms and embeddings)")
         if plan.hand_facts:
             msg += "; hand-written data on top: " + ", ".join(plan.hand_facts)
+        if plan.extracted_notes:
+            shown = list(plan.extracted_notes[:3])
+            more = len(plan.extracted_notes) - len(shown)
+            msg += "; not modelled: " + "; ".join(shown) + (f" (and {more} more)" if more > 0 else "")
         data = {"class": plan.extracted, "extracted": list(plan.extracted_facts),
                 "hand": list(plan.hand_facts), "generic_notes": list(plan.extracted_notes)}
         yield self.finding(ctx, Consequence.HYGIENE, msg, file="config.json", data=data)

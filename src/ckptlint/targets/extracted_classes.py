@@ -250,8 +250,8 @@ def _experts(facts: dict[str, Any], framework: str) -> tuple[dict[str, Any] | No
 _EXPERT_BLOCKS = ("mlp", "block_sparse_moe", "moe", "feed_forward")
 
 
-def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str]] | None:
-    """(regex, blocks) for routed-expert names under a block of the decoder layer that the class does not
+def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:
+    """(regex, blocks, the class's own FusedMoE paths) for routed-expert names under a block of the decoder layer that the class does not
     build (e.g. `mlp.experts.N.gate_proj` for a class whose layers hold `block_sparse_moe` only): the
     loader has no parameter for any of them. None when the class has no FusedMoE in its layer list, or
     builds every such block."""
@@ -267,7 +267,18 @@ def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str]] | None
     if not missing:
         return None
     rx = "^" + re.escape(layer) + r"\.\d+\.(?:" + "|".join(missing) + r")\.experts\.\d+\."
-    return rx, missing
+    return rx, missing, sorted({p.split(".{N}.", 1)[1] for p in moe})
+
+
+def _prefix_notes(facts: dict[str, Any]) -> list[str]:
+    """Quantizable sub-layers whose quant-config prefix (what the method tests its skip list against) is not
+    their attribute path (what checkpoint names follow): ckptlint tests the attribute path."""
+    out = []
+    for leaf in (facts.get("tree") or {}).get("leaves", []):
+        if leaf["quant"] == "passed" and "prefix" in leaf and (_LINEAR.search(leaf["class"]) or _MOE.search(leaf["class"])):
+            out.append(f"the quant config's lists are tested against `{leaf['prefix']}` for `{leaf['path']}` (the "
+                       "prefix the class passes); ckptlint tests the checkpoint name")
+    return out
 
 
 def _sublayer_kinds(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -361,6 +372,7 @@ def extracted_fields(facts: dict[str, Any], framework: str) -> tuple[dict[str, A
     notes += n
     if renames:
         out["rename"] = renames
+    notes += _prefix_notes(facts)
     absent = _absent_expert_blocks(facts)
     if absent is not None:
         out["absent_experts"] = absent
@@ -432,10 +444,10 @@ def extracted_model(target: Any, arch_name: str) -> ExtractedModel | None:
     return ExtractedModel(arch, key, provenance, notes, stamp(fw, ver))
 
 
-def _absent_rule(target: Any, generic: Any, absent: tuple[str, list[str]], key: str) -> dict[str, Any]:
+def _absent_rule(target: Any, generic: Any, absent: tuple[str, list[str], list[str]], key: str) -> dict[str, Any]:
     """The absent-module rule for expert names under blocks the class does not build; what loading them
     does is the generic loader rule's (the extractor does not model the loader's branches)."""
-    rx, blocks = absent
+    rx, blocks, moe_paths = absent
     own = generic.unexpected_param  # the generic model loader's own text (vLLM: AutoWeightsLoader)
     o = own or target.data.loading.unexpected_param
     err = o.error if own is not None else None
@@ -444,8 +456,10 @@ def _absent_rule(target: Any, generic: Any, absent: tuple[str, list[str]], key: 
         if re.search(r"\{(?!ckpt\})[a-z]+\}", err):
             err = None
     blocks_txt = " / ".join(f"`{b}`" for b in blocks)
-    note = (f"{key.rpartition(':')[2]} builds no {blocks_txt} block in its decoder layers (extracted), so it has no "
-            f"parameter for these expert tensors; what its loader does with them follows the generic rule")
+    own_txt = ", ".join(f"`{p}`" for p in moe_paths)
+    note = (f"{key.rpartition(':')[2]} builds no {blocks_txt} block in its decoder layers, its experts are {own_txt} "
+            f"(extracted from the release's class), so it has no parameter for these expert tensors; what its loader "
+            f"does with them follows the generic rule")
     return {"pattern": rx, "outcome": {"consequence": o.consequence, "error": err, "note": note}}
 
 
