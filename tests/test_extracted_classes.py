@@ -248,3 +248,54 @@ def test_coverage_counts_add_up():
         unsupported = sum(1 for a in r["architectures"].values() if a["mode"] == "unsupported")
         assert c["hand"] + c["extracted"] + c["generic"] + unsupported == c["registered"]
         assert r["architectures"].get("MiniMaxM2ForCausalLM", {"mode": "extracted"})["mode"] == "extracted"
+
+
+# --- the fixtures of real layouts, checked with every rule ------------------------------------------
+
+_AS_PUBLISHED = ["LD901/minimax-m2-fp8-as-published", "QD401/phi3-fp8-as-published", "QD402/gemma3-fp8-as-published",
+                 "QD402/mistral-fp8-as-published", "QD401/nemotron-fp8-as-published-vllm"]
+
+
+@pytest.mark.parametrize("case_id", _AS_PUBLISHED)
+def test_layouts_as_published_are_clean_under_every_rule_and_not_generic(case_id, tmp_path):
+    """The correct twin of each broken fixture: no finding but the hygiene note, on every target it names,
+    and that note is TG605 (extracted), never TG604 (generic)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import contextlib
+    import io
+
+    from casefiles import build_case, discover
+
+    from ckptlint import cli
+
+    case = next(c for c in discover() if c.id == case_id)
+    path = build_case(case, tmp_path / "ckpt")
+    args = ["check", str(path), "--format", "json", "--isolated", "--quiet"]
+    for t in case.data["targets"]:
+        args += ["--target", t]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cli.main(args)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code
+    findings = json.loads(out.getvalue())["findings"]
+    assert code == 0, [(f["code"], f["target"], f["message"][:120]) for f in findings]
+    assert sorted(f["code"] for f in findings) == ["TG605"] * len(case.data["targets"])
+    assert {f["target"] for f in findings} == set(case.data["targets"])
+
+
+def test_runtime_accessor_and_draft_facts_of_real_releases():
+    """What the committed data says about two drafts the hand data also describes: SGLang's NextN draft of
+    DeepSeek-V3 builds its layer as `model.decoder` (the release rewrites the architecture to it), vLLM's
+    DeepSeek MTP keeps `model.layers.{N}`."""
+    from ckptlint.targets.extracted import classes
+
+    sg = classes("sglang", "0.5.23")
+    assert sg.for_architecture("MiniMaxM2ForCausalLM") == "sglang.srt.models.minimax_m2:MiniMaxM2ForCausalLM"
+    d = sg.facts("sglang.srt.models.deepseek_nextn:DeepseekV3ForCausalLMNextN")["draft"]
+    assert "arch:DeepseekV3ForCausalLM" in d["serves"] and d["layer_naming"] == "model.decoder"
+    vl = classes("vllm", "0.33.0")
+    assert vl.facts("vllm.model_executor.models.deepseek_mtp:DeepSeekMTP")["draft"]["layer_naming"] == "model.layers.{N}"
+    assert vl.stamp["wheel_sha256"] and classes("vllm", "0.0.1") is None

@@ -108,6 +108,27 @@ def class_for(framework: str, version: str, arch: str) -> str | None:
     return key if key in d.classes else None
 
 
+class Classes:
+    """One release's classes.json (``ckptlint.targets.extracted.classes(fw, ver)``), read on first use."""
+
+    def __init__(self, framework: str, version: str) -> None:
+        self.framework, self.version = framework, version
+
+    def keys(self) -> list[str]:
+        return class_keys(self.framework, self.version)
+
+    def facts(self, key: str) -> dict[str, Any] | None:
+        return class_facts(self.framework, self.version, key)
+
+    def for_architecture(self, arch: str) -> str | None:
+        """The ``"module:Class"`` the release registers for ``arch`` (None: not registered or not extracted)."""
+        return class_for(self.framework, self.version, arch)
+
+    @property
+    def stamp(self) -> dict[str, Any] | None:
+        return stamp(self.framework, self.version)
+
+
 # --- facts -> Architecture fields ---------------------------------------------------------------
 
 def _tail(path: str) -> tuple[str, bool]:
