@@ -84,6 +84,17 @@ class ToyModel(nn.Module):
             prefix=add_prefix("layers", prefix))
 
 
+TOY_STACKED = [("gate_up_proj", "gate_proj", 0), ("gate_up_proj", "up_proj", 1)]
+
+
+class ToyDenseForCausalLM(nn.Module):
+    def __init__(self, config, quant_config=None, prefix=""):
+        self.experts = FusedMoE(quant_config=quant_config, prefix=add_prefix("experts", prefix))
+
+    def load_weights(self, weights):
+        stacked_params_mapping = TOY_STACKED
+
+
 class ToyForCausalLM(nn.Module):
     packed_modules_mapping = {"qkv_proj": ["q_proj", "k_proj", "v_proj"]}
     hf_to_sglang_mapper = WeightsMapper(orig_to_new_prefix={"transformer.": "model."})
@@ -122,6 +133,10 @@ def toy(tmp_path_factory) -> dict:
     models = root / "sglang" / "srt" / "models"
     models.mkdir(parents=True)
     (root / "sglang" / "__init__.py").write_text("")
+    moe = root / "sglang" / "srt" / "layers" / "moe"
+    moe.mkdir(parents=True)
+    (moe / "layer.py").write_text("class FusedMoE:\n    def __init__(self, quant_config=None, prefix='', "
+                                  "ckpt_names=('gate_proj', 'down_proj', 'up_proj')):\n        pass\n")
     (models / "toy.py").write_text(textwrap.dedent(_MODEL))
     cfg = root / "sglang" / "srt" / "configs"
     cfg.mkdir(parents=True)
@@ -142,6 +157,15 @@ def test_extractor_class_facts(toy):
     assert leaves["model.layers.{N}.moe_block.experts"]["class"] == "get_moe_impl_class()"
     assert leaves["model.layers.{N}.qkv_proj"]["quant"] == "passed"
     assert leaves["lm_head"]["quant"] == "none"
+
+
+def test_extractor_constant_tables_and_layer_defaults(toy):
+    """A loader table named by a module-level constant is resolved; a FusedMoE built without ckpt_names
+    gets its constructor's default names."""
+    f = toy["classes"]["sglang.srt.models.toy:ToyDenseForCausalLM"]
+    assert f["stacked"][0]["rows"] == [["gate_up_proj", "gate_proj", 0], ["gate_up_proj", "up_proj", 1]]
+    (leaf,) = [x for x in f["tree"]["leaves"] if x["path"] == "experts"]
+    assert leaf["ckpt_names"] == ["gate_proj", "down_proj", "up_proj"] and leaf["ckpt_names_default"]
 
 
 def test_extractor_drafts(toy):
@@ -299,3 +323,28 @@ def test_runtime_accessor_and_draft_facts_of_real_releases():
     vl = classes("vllm", "0.33.0")
     assert vl.facts("vllm.model_executor.models.deepseek_mtp:DeepSeekMTP")["draft"]["layer_naming"] == "model.layers.{N}"
     assert vl.stamp["wheel_sha256"] and classes("vllm", "0.0.1") is None
+
+
+def test_plan_says_where_the_model_data_came_from(tmp_path):
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from casefiles import build_case, discover
+
+    from ckptlint import cli
+
+    case = next(c for c in discover() if c.id == "LD901/minimax-m2-fp8-as-published")
+    path = build_case(case, tmp_path / "ckpt")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cli.main(["plan", str(path), "--target", "sglang==0.5.23", "--format", "json"])
+        except SystemExit:
+            pass
+    doc = json.loads(out.getvalue())
+    assert doc["model_data"].startswith("extracted from sglang.srt.models.minimax_m2:MiniMaxM2ForCausalLM")
+    mods = {m["module"]: m for m in doc["modules"]}
+    assert mods["model.layers.0.block_sparse_moe.gate"]["kind"] == "unquantized_linear"
+    assert mods["lm_head"]["kind"] == "unquantized_linear"
+    assert mods["model.layers.0.block_sparse_moe.experts"]["kind"] == "moe"

@@ -346,6 +346,8 @@ def _loader_facts(funcs: list[ast.FunctionDef], facts: dict[str, Any]) -> None:
                     rows = _tuple_rows(node.value)
                     if rows is not None:
                         stacked.append({"rows": rows, **({"add": True} if isinstance(node, ast.AugAssign) else {})})
+                    elif isinstance(node.value, (ast.Name, ast.Attribute)):
+                        stacked.append({"rows": DYNAMIC, "ref": _text(node.value)})
                     elif not isinstance(node.value, ast.Call) or "make_expert" not in _text(node.value):
                         stacked.append({"rows": DYNAMIC, "expr": _text(node.value)[:200]})
             if isinstance(node, ast.Call):
@@ -379,6 +381,7 @@ class _Module:
         self.imports: dict[str, str] = {}  # local name -> "module:Name"
         self.classes: dict[str, ast.ClassDef] = {}
         self.entry: list[str] = []
+        self.consts: dict[str, Any] = {}  # module-level literal tables (a loader may name one)
         for st in _module_level(tree.body):
             if isinstance(st, ast.ImportFrom):
                 base = st.module or ""
@@ -396,6 +399,12 @@ class _Module:
                 v = st.value
                 elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
                 self.entry = [_text(e) for e in elts]
+            if isinstance(st, (ast.Assign, ast.AnnAssign)) and isinstance(st.value, (ast.List, ast.Tuple)):
+                t = st.targets[0] if isinstance(st, ast.Assign) else st.target
+                if isinstance(t, ast.Name):
+                    rows = _tuple_rows(st.value)
+                    if rows is not None:
+                        self.consts[t.id] = rows
 
 
 def _module_level(body: list[ast.stmt]):
@@ -403,8 +412,15 @@ def _module_level(body: list[ast.stmt]):
     binding wins, which is the CUDA default branch where a module picks per platform)."""
     for st in body:
         if isinstance(st, ast.If):
-            yield from _module_level(st.body)
-            yield from _module_level(st.orelse)
+            # the branch taken on CUDA last (its bindings win): `if not is_rocm()` / `if is_cuda()` pick the
+            # body, `if is_rocm()` / `is_xpu()` / ... the else branch
+            test = ast.unparse(st.test)
+            other = re.search(r"rocm|xpu|cpu|tpu|hip|npu|hpu", test) and not re.search(r"\bnot\b|cuda", test)
+            first, last = (st.body, st.orelse) if other else (st.orelse, st.body)
+            if not st.orelse:
+                first, last = [], st.body
+            yield from _module_level(first)
+            yield from _module_level(last)
         elif isinstance(st, ast.Try):
             yield from _module_level(st.body)
             for h in st.handlers:
@@ -447,6 +463,26 @@ class _Release:
                 self.modules[m.name] = m
                 for cname, cls in m.classes.items():
                     self.facts[f"{m.name}:{cname}"] = _class_facts(cls)
+        for key, f in self.facts.items():  # stacked tables named by a module-level constant
+            for t in f.get("stacked", []):
+                if "ref" in t:
+                    rows = self.constant(key.partition(":")[0], t["ref"])
+                    if rows is not None:
+                        t["rows"] = rows
+        self.ckpt_defaults = _ckpt_name_defaults(root, framework)
+
+    def constant(self, module: str, name: str, depth: int = 0) -> Any:
+        """A module-level literal table named in ``module`` (its own, or imported from the release)."""
+        m = self.modules.get(module)
+        if m is None or depth > 4:
+            return None
+        if name in m.consts:
+            return m.consts[name]
+        target = m.imports.get(name)
+        if target is not None:
+            mod, _, n = target.partition(":")
+            return self.constant(mod, n, depth + 1)
+        return None
 
     def resolve(self, module: str, name: str, depth: int = 0) -> str | None:
         """"module:Class" of a class name used in ``module`` (same file, an import, a re-export)."""
@@ -540,6 +576,9 @@ class _Release:
                         leaf["if"] = ch["if"]
                     if "ckpt_names" in ch:
                         leaf["ckpt_names"] = ch["ckpt_names"]
+                    elif cls_name.rpartition(".")[2] in self.ckpt_defaults:
+                        leaf["ckpt_names"] = self.ckpt_defaults[cls_name.rpartition(".")[2]]
+                        leaf["ckpt_names_default"] = True
                     leaves.append(leaf)
 
         walk(key, "", "", 0)
@@ -581,6 +620,33 @@ class _Release:
                 if got[0] is not None:
                     return got
         return None, None
+
+
+MOE_LAYER_DIRS = {"sglang": ["sglang/srt/layers/moe"], "vllm": ["vllm/model_executor/layers/fused_moe"]}
+
+
+def _ckpt_name_defaults(root: Path, framework: str) -> dict[str, Any]:
+    """The default ``ckpt_names`` (gate, down, up) of the release's MoE layer constructors, by the name a
+    model calls (a function, or a class whose ``__init__`` takes it)."""
+    out: dict[str, Any] = {}
+    for d in MOE_LAYER_DIRS[framework]:
+        for path in sorted((root / d).rglob("*.py")) if (root / d).is_dir() else []:
+            tree = _parse(path)
+            if tree is None:
+                continue
+            owners = [(n.name, n) for n in tree.body if isinstance(n, ast.FunctionDef)]
+            owners += [(c.name, f) for c in tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                       if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+            for name, fn in owners:
+                args = fn.args.args + fn.args.kwonlyargs
+                defaults = [None] * (len(fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults) \
+                    + list(fn.args.kw_defaults)
+                for a, dv in zip(args, defaults):
+                    if a.arg == "ckpt_names" and dv is not None:
+                        v = _lit(dv)
+                        if isinstance(v, list) and len(v) == 3:
+                            out[name] = v
+    return out
 
 
 def _draft_overrides(framework: str, root: Path) -> dict[str, list[str]]:

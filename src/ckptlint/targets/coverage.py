@@ -25,7 +25,7 @@ from typing import Any
 # The architectures most often published quantized (issue 28's aim): the detail table lists them per framework.
 COMMON = (
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
-    "GlmMoeDsaForCausalLM", "MiniMaxM2ForCausalLM", "MiniMaxM3ForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "GlmMoeDsaForCausalLM", "MiniMaxM2ForCausalLM", "MiniMaxM3SparseForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
     "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "LlamaForCausalLM",
     "Llama4ForConditionalGeneration", "MistralForCausalLM", "MixtralForCausalLM", "Gemma2ForCausalLM",
     "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Phi3ForCausalLM", "GptOssForCausalLM",
