@@ -72,10 +72,15 @@ def test_framework_without_version_prints_matrix():
     assert len(rows) == len(known_versions("sglang")) + len(known_versions("vllm"))
     assert any(l.startswith("sglang==0.5.15") and "will not load" in l for l in rows)
     assert any(l.startswith("sglang==0.5.23") and l.rstrip().endswith("loads") for l in rows)
-    # GLM-5 has no model class in sglang 0.5.5 and vllm 0.11.0: one entry for both, and their rows say so
+    # GLM-5 has no model class in sglang 0.5.5 and vllm 0.11.0: their rows say so
     assert [l for l in rows if l.rstrip().endswith("not supported by this release")] == [
         l for l in rows if l.startswith(("sglang==0.5.5 ", "vllm==0.11.0 "))]
-    assert r.stdout.count("TG601") == 1 and "TG601 target-unsupported [load-error] sglang 0.5.5, vllm 0.11.0" in r.stdout
+    # ... one entry per framework: each prints its own refusal (read from its wheel's registry)
+    assert r.stdout.count("TG601") == 2
+    assert "TG601 target-unsupported [load-error] sglang 0.5.5\n" in r.stdout
+    assert "TG601 target-unsupported [load-error] vllm 0.11.0\n" in r.stdout
+    assert "framework prints: ValueError: Cannot find model module. 'GlmMoeDsaForCausalLM'" in r.stdout
+    assert "framework prints: ValueError: Model architectures ['GlmMoeDsaForCausalLM'] are not supported" in r.stdout
 
 
 @pytest.mark.parametrize("args", [

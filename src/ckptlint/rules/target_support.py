@@ -12,7 +12,11 @@ class TargetUnsupported(Rule):
     Reports, once per target, that the selected framework release has no model class for the
     checkpoint's architecture, does not support its quantization method at all, or refuses the
     quantization config as written (target data: `refusals`, `rejected_in`), so no per-module
-    simulation was made.
+    simulation was made. Architectures and methods the hand-written data does not name are looked up
+    in the release's own model and quantization-method registries, extracted from its wheel: a name
+    the release does not register is refused with the release's own text (for an architecture,
+    assuming the installed transformers library has no class of that name for the release's
+    Transformers-backend fallback, and unless config.json's `auto_map` names remote code).
 
     ## Why is this bad?
     The server refuses to start ("Model architectures [...] are not supported", "Unknown
@@ -22,12 +26,13 @@ class TargetUnsupported(Rule):
     ## Example
     `--target vllm==0.33.0` on a checkpoint with `quant_method: "bitsandbytes"` (removed from
     vLLM's quantization registry), or on a GPTQ act-order export (`desc_act: true`,
-    `group_size: 128`), which vLLM 0.30+ no longer loads.
+    `group_size: 128`), which vLLM 0.30+ no longer loads; any target, for a config.json whose
+    `architectures` has a typo (`GlmMoeDsaXForCausalLM`).
 
     ## How to fix
     Serve the checkpoint with a framework release that supports the architecture and method, or
     re-export it in a supported format (for GPTQ act-order: static activation ordering or
-    `desc_act: false`).
+    `desc_act: false`); correct a misspelt `architectures` entry.
     """
 
     code = "TG601"
@@ -48,7 +53,9 @@ class NotSimulated(Rule):
     """
     ## What it does
     Says, once per target, that ckptlint has no loading data for the checkpoint's architecture or
-    quantization method on that release, so only the checks that need no simulation ran.
+    quantization method on that release, so only the checks that need no simulation ran (a method the
+    release registers, per the registry extracted from its wheel, that the target data does not
+    model).
 
     ## Why is this bad?
     It is not a defect of the checkpoint: it means "no verdict" for that target. A clean report
@@ -77,8 +84,8 @@ class NotSimulated(Rule):
 class GenericSimulation(Rule):
     """
     ## What it does
-    Says, once per target, that the checkpoint's architecture has no entry of its own in the
-    target data, so its load was simulated with the generic rules (q/k/v -> `qkv_proj`,
+    Says, once per target, that the checkpoint's architecture, which the release registers, has no
+    entry of its own in the target data, so its load was simulated with the generic rules (q/k/v -> `qkv_proj`,
     gate/up -> `gate_up_proj`, experts -> one FusedMoE, routers and norms unquantized).
 
     ## Why is this bad?

@@ -73,7 +73,7 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
         plan.extracted_facts = tuple(extracted.extracted)
         plan.extracted_notes = tuple(extracted.notes)
         plan.hand_facts = tuple(sorted(k for k, v in extracted.provenance.items() if v == "hand"))
-    startup_verdict(plan)
+    startup_verdict(plan, config)
     if plan.unsupported is not None or plan.not_simulated is not None:
         return freeze(plan)
     _mtp_and_deployment(plan, config)

@@ -4,6 +4,12 @@ A release without the architecture's model class, without the quant method, or t
 quant config as written (target data ``supported``, ``refusals``, ``rejected_in``) gets a verdict
 before any module is named (``Plan.unsupported``); a checkpoint ckptlint has no data for gets
 "not simulated" (``Plan.not_simulated``): no verdict at all.
+
+An architecture or a quant method that the hand-written target data does not name is looked up in
+the registries extracted from the release's wheel (``ckptlint.targets.extracted``): one the release
+does not register is refused at start-up with the release's own text. The hand-written data wins
+where it names the architecture or method (it records refusals the registries cannot express, e.g.
+a method only reachable through an override), so the registries are read only on that path.
 """
 
 from __future__ import annotations
@@ -18,11 +24,13 @@ if TYPE_CHECKING:
     from ckptlint.targets.schema import MethodRules
 
 
-def startup_verdict(plan: State) -> None:
+def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
     """Set ``plan.unsupported`` (with ``unsupported_error``) or ``plan.not_simulated`` if the load
     stops before any module is built, or if ckptlint cannot simulate it."""
     target, quant, method, arch, arch_name = plan.target, plan.quant, plan.method, plan.arch, plan.arch_name
     what = (quant.method if quant.method_key == quant.method else f"{quant.method} ({quant.method_key})") if quant else None
+    if quant is not None and method is None and _unregistered_method(plan, quant, what):
+        return
     if quant is not None and method is not None and not method.supported:
         plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
             f": {method.note}" if method.note else "")
@@ -39,9 +47,15 @@ def startup_verdict(plan: State) -> None:
         plan.unsupported = (f"{target.resolved} refuses quantization method {what} as {quant.source_file} declares it, "
                             "at start-up, before any weight is loaded" + (f" ({method.note})" if method.note else ""))
         return
+    if arch_name is not None and (arch is None or plan.generic) and _unregistered_arch(plan, config or {}):
+        return
     if arch is not None and not arch.supported:
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
         plan.unsupported_error = arch.error
+        k = _knowledge(target) if arch.error is None else None
+        if k is not None and not k.registers(arch_name):  # the release's own text, from its wheel
+            plan.unsupported_error = k.unknown_arch_message(
+                [a for a in (config or {}).get("architectures") or [] if isinstance(a, str)] or [arch_name])
         return
     if arch_name is None:
         plan.not_simulated = "config.json names no architecture (`architectures`)"
@@ -55,8 +69,83 @@ def startup_verdict(plan: State) -> None:
             f" ({method.note})" if method.note else "")
         return
     if quant is not None and method is None:
-        plan.not_simulated = (f"ckptlint has no {target.resolved} data for quantization method {what}; "
-                              "the load was not simulated")
+        k = _knowledge(target)
+        registered = k is not None and quant.method in k.methods
+        plan.not_simulated = (f"ckptlint has no {target.resolved} data for quantization method {what}"
+                              + (" (the release registers it)" if registered else "")
+                              + "; the load was not simulated")
+
+
+def _knowledge(target: Any) -> Any:
+    from ckptlint.targets.extracted import knowledge
+
+    return knowledge(target.framework, target.version)
+
+
+def _platform(plan: State) -> str:
+    from ckptlint.deployment import default_hardware
+
+    d = plan.deployment
+    if d.platform is not None:
+        return d.platform
+    return default_hardware(plan.quant.method if plan.quant else None, None, None, d.gpu)[1]
+
+
+def _unregistered_method(plan: State, quant: QuantConfig, what: str | None) -> bool:
+    """A quant_method the hand data does not name and the release's registry refuses (unknown,
+    deprecated under the default flags, or not on the platform): ``plan.unsupported``."""
+    k = _knowledge(plan.target)
+    if k is None:
+        return False
+    platform = _platform(plan)
+    error = k.method_refusal(quant.method, platform)
+    if error is None:
+        return False
+    entry = k.methods.get(quant.method)
+    why = ("deprecated: refused unless the server is started with the flag the message names" if entry is not None
+           and entry.deprecated else "not registered on ROCm" if entry is not None and platform == "rocm"
+           else "not in its quantization-method registry")
+    plan.unsupported = (f"{plan.target.resolved} does not accept quantization method {what} at start-up ({why}; "
+                        f"registry extracted from the {k.framework} {k.version} wheel)")
+    plan.unsupported_error = error
+    return True
+
+
+def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
+    """No architecture config.json lists is registered by the release (both frameworks try each
+    listed name, then their Transformers backend): refused at start-up with the release's own text
+    (``plan.unsupported``), assuming the installed transformers library defines no class of that name
+    for the Transformers-backend fallback (not known offline; said in the finding). Not when
+    config.json's ``auto_map`` names a remote-code ``AutoModel`` class, which that backend may load."""
+    from ckptlint.targets.extracted import registered_anywhere
+
+    k = _knowledge(plan.target)
+    if k is None:
+        return False
+    archs = [a for a in config.get("architectures") or [] if isinstance(a, str)] or [plan.arch_name]
+    if any(k.registers(a) for a in archs):
+        return False
+    auto_map = config.get("auto_map")
+    if isinstance(auto_map, dict) and any(isinstance(n, str) and n.startswith("AutoModel") for n in auto_map):
+        return False
+    names = ", ".join(archs)
+    dropped = k.dropped(archs)
+    known = next((r for r in map(registered_anywhere, archs) if r), None)
+    where = dropped or (f"first registered in {_releases_text(known)}" if known
+                        else "no release of either framework registers it")
+    plan.unsupported = (f"{plan.target.resolved} registers no model class for architecture {names} (registry "
+                        f"extracted from the {k.framework} {k.version} wheel, {len(k.architectures)} architectures; "
+                        f"{where}): the server refuses to start, unless the installed transformers library "
+                        "defines that class for the release's Transformers-backend fallback")
+    plan.unsupported_error = k.unknown_arch_message(archs)
+    return True
+
+
+def _releases_text(releases: list[tuple[str, str]]) -> str:
+    by: dict[str, list[str]] = {}
+    for fw, v in releases:
+        by.setdefault(fw, []).append(v)
+    return ", ".join(f"{fw} {vs[0]}" for fw, vs in by.items())  # (stable when newer releases are added)
 
 
 def _refusal(quant: QuantConfig, method: MethodRules) -> tuple[str, str] | None:

@@ -85,6 +85,17 @@ class Knowledge:
     def registers(self, arch: str) -> bool:
         return arch in self._doc["architectures"]
 
+    def dropped(self, archs: list[str]) -> str | None:
+        """Why the release names one of ``archs`` as dropped (vLLM's previously-supported and
+        out-of-tree tables), or None."""
+        ref = self._doc.get("architecture_refusals", {})
+        for a in archs:
+            if a in ref.get("previously_supported", {}):
+                return f"{a} was supported until v{ref['previously_supported'][a]}"
+            if a in ref.get("out_of_tree", {}):
+                return f"{a} moved to an out-of-tree plugin"
+        return None
+
     @property
     def drafts(self) -> dict[str, ArchEntry]:
         return {k: v for k, v in self.architectures.items() if v.is_draft}
@@ -158,6 +169,24 @@ def knowledge(framework: str, version: str) -> Knowledge | None:
     import msgspec
 
     return Knowledge(msgspec.json.decode(data))
+
+
+@lru_cache(maxsize=None)
+def _registered_index() -> dict[str, tuple[tuple[str, str], ...]]:
+    from ckptlint.targets import parse_version
+
+    out: dict[str, list[tuple[str, str]]] = {}
+    rel = sorted(extracted_releases(), key=lambda r: (r[0], parse_version(r[1])))
+    for fw, v in rel:
+        k = knowledge(fw, v)
+        for a in k._doc["architectures"] if k is not None else ():
+            out.setdefault(a, []).append((fw, v))
+    return {a: tuple(r) for a, r in out.items()}
+
+
+def registered_anywhere(arch: str) -> list[tuple[str, str]]:
+    """(framework, version) of every extracted release that registers ``arch``, oldest first."""
+    return list(_registered_index().get(arch, ()))
 
 
 def extracted_releases(name: str = REGISTRY) -> list[tuple[str, str]]:
