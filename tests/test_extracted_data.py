@@ -148,3 +148,26 @@ def test_unregistered_method_is_refused_on_every_target():
         k = release_knowledge(t.framework, t.version)
         assert plan.unsupported is not None and "quanto" in plan.unsupported, t.resolved
         assert plan.unsupported_error == k.unknown_method_message("quanto"), t.resolved
+
+
+def test_refusal_texts_of_known_releases():
+    """Facts read in the wheels (vllm 0.33.0: model_executor/models/registry.py _raise_for_unsupported,
+    config/model.py _verify_quantization, platforms/rocm.py; sglang 0.5.23: layers/quantization/__init__.py
+    platform branches, configs/model_config.py rocm_supported_quantization)."""
+    v = release_knowledge("vllm", "0.33.0")
+    assert v.unknown_arch_message("MotifForCausalLM").startswith(
+        "ValueError: Model architecture MotifForCausalLM was supported in vLLM until v0.10.2")
+    assert "install the plugin at https://" in v.unknown_arch_message("BartModel")
+    assert v.dropped(["MotifForCausalLM"]) and v.dropped(["LlamaForCausalLM"]) is None
+    assert v.method_refusal("experts_int8", "rocm") == "ValueError: experts_int8 quantization is currently not supported in rocm."
+    assert v.method_refusal("experts_int8", "cuda") is None
+    assert "--allow-deprecated-quantization" in v.method_refusal("fbgemm_fp8")
+    assert v.method_refusal("auto-round") is None  # rewritten to `inc` by its override
+    assert v.architectures["DeepSeekMTPModel"] == ("vllm.model_executor.models.deepseek_mtp", "DeepSeekMTP", True,
+                                                   "speculative_decoding")
+    s = release_knowledge("sglang", "0.5.23")
+    assert s.method_refusal("gguf", "rocm") == "ValueError: gguf quantization is currently not supported in ROCm."
+    assert s.method_refusal("mlx_q4", "cuda").startswith("ValueError: Unknown quantization method: mlx_q4.")
+    assert s.methods["mxfp4"].platforms == ("cuda", "rocm")
+    assert s.architectures["GlmMoeDsaForCausalLMNextN"].is_draft
+    assert not s.architectures["GlmMoeDsaForCausalLM"].is_draft

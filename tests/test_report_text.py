@@ -79,11 +79,15 @@ def test_one_entry_per_finding_with_its_releases(every_release):
     assert all(re.search(r"\] (sglang|vllm|checkpoint)", h) for h in heads)
 
 
-def test_a_release_without_the_architecture_is_one_entry(every_release):
+def test_a_release_without_the_architecture_is_one_entry_per_framework(every_release):
+    # one entry per framework: each quotes its own refusal (read from the release's wheel)
     out = every_release.stdout
-    (tg,) = [e for e in entries(out) if e[0].startswith("error TG601")]
-    assert tg[0].endswith("sglang 0.5.5, vllm 0.11.0")
-    assert tg[1] == "  config.json: this release has no model class for architecture GlmMoeDsaForCausalLM"
+    sg, vl = [e for e in entries(out) if e[0].startswith("error TG601")]
+    assert sg[0].endswith("sglang 0.5.5") and vl[0].endswith("vllm 0.11.0")
+    assert sg[1] == "  config.json: sglang==0.5.5 has no model class for architecture GlmMoeDsaForCausalLM"
+    assert vl[1] == "  config.json: vllm==0.11.0 has no model class for architecture GlmMoeDsaForCausalLM"
+    assert sg[2].startswith("  framework prints: ValueError: Cannot find model module.")
+    assert vl[2].startswith("  framework prints: ValueError: Model architectures ['GlmMoeDsaForCausalLM'] are not")
     rows = [ln for ln in out.splitlines() if ln.startswith(("sglang==0.5.5 ", "vllm==0.11.0 "))]
     assert len(rows) == 2 and all(ln.endswith("not supported by this release") for ln in rows)
 

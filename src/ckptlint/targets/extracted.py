@@ -42,6 +42,10 @@ class MethodEntry(NamedTuple):
     deprecated: bool = False
 
 
+# (a release whose refusal text the extractor did not find: the error is still raised, its text unknown)
+_NO_TEXT = {"text": "<the release's refusal; its text was not found in the wheel>", "fields": {}, "args": 1}
+
+
 def _shorten(items: list[str], limit: int = 8) -> str:
     shown = ", ".join(repr(x) for x in items[:limit])
     return shown + (f", ... {len(items) - limit} more" if len(items) > limit else "")
@@ -114,8 +118,8 @@ class Knowledge:
                     value = str(ref[table][a])
                     return _fill(msgs[table], {"name": a, "version": value, "url": value})
         names = sorted(self._doc["architectures"])
-        return _fill(msgs["unknown"], {"names": repr(archs), "name": archs[0] if archs else "",
-                                       "choices": f"dict_keys([{_shorten(names)}])"})
+        return _fill(msgs.get("unknown", _NO_TEXT), {"names": repr(archs), "name": archs[0] if archs else "",
+                                                     "choices": f"dict_keys([{_shorten(names)}])"})
 
     # -- quantization-method registry
     @property
@@ -154,7 +158,8 @@ class Knowledge:
 
     def unknown_method_message(self, name: str, platform: str = "cuda") -> str:
         names = [n for n, e in self.methods.items() if e.platforms is None or platform in e.platforms]
-        return _fill(self._doc["methods"]["messages"]["unknown"], {"name": name, "choices": f"[{_shorten(names)}]"})
+        return _fill(self._doc["methods"].get("messages", {}).get("unknown", _NO_TEXT),
+                     {"name": name, "choices": f"[{_shorten(names)}]"})
 
 
 @lru_cache(maxsize=None)
