@@ -190,6 +190,10 @@ def test_facts_become_architecture_fields(toy):
     assert kinds[r"\.moe_block\.gate$"] == "unquantized_linear"
     assert kinds["^lm_head$"] == "unquantized_linear"
     assert fields["rename"] == [{"pattern": r"^transformer\.", "to": "model.", "count": 1}]
+    # a sub-layer of the decoder layers is named by its tail (the draft's layers are named alike); one of
+    # another list (a vision tower's blocks) by its whole path, so that it names nothing in the decoder
+    assert xc._tail("model.layers.{N}.mlp.gate") == (r"\.mlp\.gate$", True)
+    assert xc._tail("vision.blocks.{N}.mlp.w1")[0] == r"^vision\.blocks\.\d+\.mlp\.w1$"
     blocks_rx, blocks, own = fields["absent_experts"]
     assert own == ["moe_block.experts"]
     assert "mlp" in blocks and re.match(blocks_rx, "model.layers.0.mlp.experts.0.")

@@ -382,6 +382,7 @@ class _Module:
         self.classes: dict[str, ast.ClassDef] = {}
         self.entry: list[str] = []
         self.consts: dict[str, Any] = {}  # module-level literal tables (a loader may name one)
+        self.class_aliases: dict[str, str] = {}  # `Layer = CudaLayer if _is_cuda else OtherLayer` (CUDA's)
         for st in _module_level(tree.body):
             if isinstance(st, ast.ImportFrom):
                 base = st.module or ""
@@ -391,6 +392,10 @@ class _Module:
                     base = ".".join(parts + ([base] if base else []))
                 for a in st.names:
                     self.imports[a.asname or a.name] = f"{base}:{a.name}"
+            elif isinstance(st, ast.Import):  # import a.b.models.x as x
+                for a in st.names:
+                    if a.asname:
+                        self.imports[a.asname] = a.name + ":"
             elif isinstance(st, ast.ClassDef):
                 self.classes[st.name] = st
             elif isinstance(st, (ast.Assign, ast.AnnAssign)) and any(
@@ -399,6 +404,12 @@ class _Module:
                 v = st.value
                 elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
                 self.entry = [_text(e) for e in elts]
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                alias = _class_alias(st.value)
+                if alias is not None:
+                    self.class_aliases[st.targets[0].id] = alias
+                else:  # (a later binding to something else replaces an alias)
+                    self.class_aliases.pop(st.targets[0].id, None)
             if isinstance(st, (ast.Assign, ast.AnnAssign)) and isinstance(st.value, (ast.List, ast.Tuple)):
                 t = st.targets[0] if isinstance(st, ast.Assign) else st.target
                 if isinstance(t, ast.Name):
@@ -416,6 +427,8 @@ def _module_level(body: list[ast.stmt]):
             # body, `if is_rocm()` / `is_xpu()` / ... the else branch
             test = ast.unparse(st.test)
             other = re.search(r"rocm|xpu|cpu|tpu|hip|npu|hpu", test) and not re.search(r"\bnot\b|cuda", test)
+            if test == "TYPE_CHECKING":  # (never taken at run time)
+                other = True
             first, last = (st.body, st.orelse) if other else (st.orelse, st.body)
             if not st.orelse:
                 first, last = [], st.body
@@ -428,6 +441,18 @@ def _module_level(body: list[ast.stmt]):
             yield from _module_level(st.orelse)
         else:
             yield st
+
+
+def _class_alias(value: ast.expr) -> str | None:
+    """The class a module-level alias names: `A = B`, or `A = B if <platform test> else C` (the branch
+    taken on CUDA)."""
+    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Name) and isinstance(value.orelse, ast.Name):
+        test = ast.unparse(value.test)
+        other = re.search(r"rocm|xpu|cpu|tpu|hip|npu|hpu", test) and not re.search(r"\bnot\b|cuda", test)
+        return (value.orelse if other else value.body).id
+    if isinstance(value, ast.Name) and value.id[:1].isupper():
+        return value.id
+    return None
 
 
 def _module_name(root: Path, path: Path) -> str:
@@ -496,10 +521,12 @@ class _Release:
             target = m.imports.get(head)
             if target is None:
                 return None
-            mod = target.replace(":", ".")
+            mod = target[:-1] if target.endswith(":") else target.replace(":", ".")
             return self.resolve(mod, tail, depth + 1) if mod in self.modules else None
         if name in m.classes:
             return f"{module}:{name}"
+        if name in m.class_aliases and m.class_aliases[name] != name:
+            return self.resolve(module, m.class_aliases[name], depth + 1)
         target = m.imports.get(name)
         if target is None:
             return None

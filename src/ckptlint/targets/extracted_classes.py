@@ -134,8 +134,11 @@ class Classes:
 def _tail(path: str) -> tuple[str, bool]:
     """(regex for a runtime module path from the tree, whether it sits inside the layer list)."""
     if ".{N}." in path:
-        tail = path.split(".{N}.", 1)[1]
-        return r"\." + re.escape(tail).replace(r"\{N\}", r"\d+") + "$", True
+        head, tail = path.split(".{N}.", 1)
+        if head == "layers" or head.endswith(".layers"):  # the decoder layers (and a draft's, named alike)
+            return r"\." + re.escape(tail).replace(r"\{N\}", r"\d+") + "$", True
+        # another list (a vision tower's blocks): the whole path, so that it names nothing in the decoder
+        return "^" + re.escape(path).replace(r"\{N\}", r"\d+") + "$", False
     return "^" + re.escape(path).replace(r"\{N\}", r"\d+") + "$", False
 
 
