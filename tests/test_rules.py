@@ -35,9 +35,12 @@ def test_correct_checkpoint_has_no_error_under_any_rule(tmp_path, make, targets)
 
 def test_qwen3_next_draft_plan_from_sglang_0_5_9(tmp_path):
     # Qwen3NextForCausalLM.load_weights(is_mtp=True) renames the same way from 0.5.5 to 0.5.23; 0.5.5's
-    # hybrid attention passes no quant prefix, so its data starts at 0.5.9 and 0.5.5 is generic.
+    # hybrid attention passes no quant prefix, so its hand data starts at 0.5.9 and 0.5.5 is simulated from the
+    # class's extracted facts (no draft: those describe the main model only).
     rep = run(build(tmp_path, qwen_mtp_spec()), "sglang==0.5.5", "sglang==0.5.9", "sglang==0.5.17", "sglang==0.5.23")
-    assert rep.plans["sglang==0.5.5"].generic and not rep.plans["sglang==0.5.9"].generic
+    p5, p9 = rep.plans["sglang==0.5.5"], rep.plans["sglang==0.5.9"]
+    assert p5.extracted == "sglang.srt.models.qwen3_next:Qwen3NextForCausalLM" and not p5.generic
+    assert p9.extracted is None and not p9.generic
 
     def errors(t):
         return sorted((f.code, f.consequence.value, f.module) for f in rep.findings

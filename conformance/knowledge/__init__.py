@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from conformance.knowledge import registry
+from conformance.knowledge import classes, registry
 from conformance.knowledge.common import extractor_version, write, stamp, content_digest, EXTRACTED_DIR
 
 Extractor = Callable[[str, str, Any], dict[str, Any]]
@@ -24,6 +24,7 @@ Extractor = Callable[[str, str, Any], dict[str, Any]]
 # name -> (extract(framework, version, root) -> dict, the module whose source versions it)
 EXTRACTORS: dict[str, tuple[Extractor, Any]] = {
     "registry": (registry.extract, registry),
+    "classes": (classes.extract_classes, classes),
 }
 
 __all__ = ["extracted_extra", "EXTRACTORS", "EXTRACTED_DIR", "extractor_version", "write", "stamp", "content_digest", "run"]
@@ -40,7 +41,8 @@ def run(framework: str, version: str, names: list[str] | None = None, *, downloa
     for name in names or list(EXTRACTORS):
         fn, module = EXTRACTORS[name]
         doc = fn(framework, version, root)
-        out.append(write(framework, version, name, doc, whl, extractor_version(module)))
+        writer = getattr(module, "write", write)  # (an extractor may render its own file)
+        out.append(writer(framework, version, name, doc, whl, extractor_version(module)))
     return out
 
 

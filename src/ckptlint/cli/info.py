@@ -8,9 +8,17 @@ import typer
 from ckptlint.cli.common import Format, RulesFormat, usage_error
 
 
-def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
+def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
+            coverage: Annotated[bool, typer.Option(
+                "--coverage", help="Per release: registered architectures simulated from hand data, from "
+                                   "extracted class facts, or generically, and how many have a draft class.")] = False,
+            ) -> None:
     """List the verified framework releases (target data files)."""
     from ckptlint.targets import list_targets
+
+    if coverage:
+        _coverage(format)
+        return
 
     ts = list_targets()
     if format is Format.json:
@@ -28,6 +36,18 @@ def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.t
         first = t.data.summary.split(". ")[0].rstrip(".")
         lead = f"{t.id:<16} {t.data.released or '':<11} "
         sys.stdout.write("\n".join(wrap(f"{first}.", width, lead, " " * len(lead))) + "\n")
+
+
+def _coverage(format: Format) -> None:
+    from ckptlint.targets import coverage as cov
+
+    rows = cov.coverage()
+    if format is Format.json:
+        import json
+
+        sys.stdout.write(json.dumps(rows, indent=2, sort_keys=True) + "\n")
+        return
+    sys.stdout.write(cov.text(rows))
 
 
 def rules(format: Annotated[RulesFormat, typer.Option("--format", "-f")] = RulesFormat.text) -> None:

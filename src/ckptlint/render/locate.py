@@ -377,7 +377,7 @@ def _mtp_count(report, f, locs: Locators, plan, related) -> Anchor | None:
 
 
 def _target_support(report, f, locs: Locators, plan, related) -> Anchor | None:
-    if f.code in ("TG601", "TG603", "TG604"):
+    if f.code in ("TG601", "TG603", "TG604", "TG605"):
         if "quantization method" in f.message or "quant method" in f.message:
             src = plan.quant.source_file if plan is not None and plan.quant is not None else CONFIG
             sec = _quant_section(src)

@@ -30,7 +30,8 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
               "skip_list_key": plan.exclude_key, "speculative": plan.speculative,
               "draft_class": plan.draft.cls if plan.draft else None, "mtp_layers": list(plan.mtp_layers),
               "deployment": plan.deployment_text, "unsupported": plan.unsupported,
-              "not_simulated": plan.not_simulated, "whole_draft_excluded": plan.whole_draft_excluded}
+              "not_simulated": plan.not_simulated, "whole_draft_excluded": plan.whole_draft_excluded,
+              "model_data": _model_data(plan)}
     if json_out:
         extra = {"dropped": [{"tensor": k, "why": v} for k, v in list(plan.dropped.items())[:1000]],
                  "draft_skip_list": plan.exclude_draft[:5000] if plan.draft else None,
@@ -51,6 +52,17 @@ def render_plan(plan: Plan, module_filter: str | None = None, json_out: bool = F
         for k, v in list(plan.dropped.items())[:5]:
             out.append(f"  {k}: {v}")
     return _text(out)
+
+
+def _model_data(plan: Plan) -> str | None:
+    """Where the architecture's loading rules came from: hand data, the release's extracted class facts
+    (TG605), or the generic rules (TG604)."""
+    if plan.extracted:
+        return (f"extracted from {plan.extracted} ({', '.join(plan.extracted_facts) or 'no loading facts'})"
+                + (f", hand data: {', '.join(plan.hand_facts)}" if plan.hand_facts else "") + ", generic for the rest")
+    if plan.generic:
+        return "generic rules"
+    return "hand data" if plan.arch is not None else None
 
 
 _LIST_NAMES = {"main": "skip list", "draft": "draft skip list", "include": "quantized-module list"}

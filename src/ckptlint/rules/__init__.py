@@ -18,6 +18,7 @@ def _all_rules() -> tuple[type[Rule], ...]:
     from ckptlint.reader import READER_RULES
     from ckptlint.rules.config_regex import ConfigRegexUndecided
     from ckptlint.rules.deployment_shape import DEPLOYMENT_RULES
+    from ckptlint.rules.extracted_simulation import ExtractedSimulation
     from ckptlint.rules.fused_shards_disagree import FusedShardsDisagree
     from ckptlint.rules.group_size_indivisible import GroupSizeIndivisible
     from ckptlint.rules.kv_cache_scales import KvScaleIncomplete, KvScaleNotLoaded
@@ -41,7 +42,8 @@ def _all_rules() -> tuple[type[Rule], ...]:
          TargetUnsupported, TargetNotVerified, NotSimulated, GenericSimulation, MtpWeightsMissing,
          MtpQuantizedDraftUnquantized, MtpLayerCountUnsupported, ScaleMissing, UnexpectedTensor,
          SharedExpertFusionMismatch, QuantizedShapeMismatch, QuantizedDtypeMismatch, GroupSizeIndivisible,
-         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit, KvScaleNotLoaded, KvScaleIncomplete),
+         TensorWithoutModule, *DEPLOYMENT_RULES, GpuMemoryFit, KvScaleNotLoaded, KvScaleIncomplete,
+         ExtractedSimulation),
         key=lambda r: r.code,
     ))
 

@@ -85,7 +85,8 @@ class GenericSimulation(Rule):
     """
     ## What it does
     Says, once per target, that the checkpoint's architecture, which the release registers, has no
-    entry of its own in the target data, so its load was simulated with the generic rules (q/k/v -> `qkv_proj`,
+    entry of its own in the target data and no class facts extracted from the release's wheel (TG605
+    covers those), so its load was simulated with the generic rules alone (q/k/v -> `qkv_proj`,
     gate/up -> `gate_up_proj`, experts -> one FusedMoE, routers and norms unquantized).
 
     ## Why is this bad?
@@ -93,7 +94,8 @@ class GenericSimulation(Rule):
     likely but not certain, and a clean result is weaker evidence than for a known architecture.
 
     ## Example
-    A `Qwen2MoeForCausalLM` checkpoint checked against a release whose data has no entry for it.
+    A `LlamaBidirectionalModel` checkpoint on `vllm==0.33.0`: the release registers the class, but
+    builds its base class at run time, so nothing about it could be extracted.
 
     ## How to fix
     Nothing to fix in the checkpoint; add the architecture to the target data to get exact

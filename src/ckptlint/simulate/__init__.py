@@ -58,7 +58,10 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     quant, _ = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None, ckpt.hf_quant_config)
     arch = target.architecture(arch_name) if arch_name else None
     generic = False
-    if arch is None and arch_name is not None:
+    extracted = _extracted(target, arch_name, arch)
+    if extracted is not None:
+        arch = extracted.arch
+    elif arch is None and arch_name is not None:
         arch = target.architecture("*")
         generic = arch is not None
     elif arch is not None and arch.generic:
@@ -66,11 +69,26 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
     method = target.data.methods.get(quant.method_key) if quant else None
     plan = State(target=target, deployment=deployment, arch_name=arch_name, arch=arch, quant=quant, method=method,
                  generic=generic)
+    if extracted is not None:
+        plan.extracted = extracted.key
+        plan.extracted_facts = tuple(extracted.extracted)
+        plan.extracted_notes = tuple(extracted.notes)
+        plan.hand_facts = tuple(sorted(k for k, v in extracted.provenance.items() if v == "hand"))
     startup_verdict(plan, config)
     if plan.unsupported is not None or plan.not_simulated is not None:
         return freeze(plan)
     _mtp_and_deployment(plan, config)
     return freeze(plan, _stages(ckpt, plan, config))
+
+
+def _extracted(target: Target, arch_name: str | None, arch: Any):
+    """The architecture simulated from the release's extracted class facts (targets.extracted_classes),
+    where the hand-written data has no entry of its own for it (none, or a ``generic`` placeholder)."""
+    if arch_name is None or (arch is not None and (not arch.generic or not arch.supported)):
+        return None
+    from ckptlint.targets.extracted_classes import extracted_model
+
+    return extracted_model(target, arch_name)
 
 
 def _mtp_and_deployment(plan: State, config: dict[str, Any]) -> None:

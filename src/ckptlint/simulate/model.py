@@ -195,6 +195,13 @@ class Plan(NamedTuple):
     # while the checkpoint stores no weight of the draft layer: (runtime name, Decision); None otherwise
     draft_unloaded: Any = None
     kv_cache: Any = None  # KV-cache scales and dtype (ckptlint.simulate.kvcache.KvCachePlan; None: not simulated)
+    # simulated from the facts extracted from the release's wheel (targets.extracted_classes): the class
+    # ("module:Class"), the Architecture fields those facts gave, what they leave to the generic rules,
+    # and the fields the hand-written data layered on top
+    extracted: str | None = None
+    extracted_facts: tuple[str, ...] = ()
+    extracted_notes: tuple[str, ...] = ()
+    hand_facts: tuple[str, ...] = ()
 
     @property
     def simulated(self) -> bool:

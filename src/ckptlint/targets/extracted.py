@@ -203,3 +203,12 @@ def extracted_releases(name: str = REGISTRY) -> list[tuple[str, str]]:
             if os.path.isdir(d):
                 out += [(fw, v) for v in sorted(os.listdir(d)) if os.path.isfile(os.path.join(d, v, f"{name}.json"))]
     return out
+
+
+def classes(framework: str, version: str) -> Any:
+    """The release's per-class loading facts (``classes.json``; ``ckptlint.targets.extracted_classes``):
+    a ``Classes`` view (``keys()``, ``facts(key)``, ``for_architecture(arch)``, ``stamp``), or None when
+    none were extracted. Nothing is read until a fact is asked for."""
+    from ckptlint.targets import extracted_classes
+
+    return extracted_classes.Classes(framework, version) if extracted_classes.has_classes(framework, version) else None

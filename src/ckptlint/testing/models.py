@@ -274,6 +274,11 @@ class DenseDims:
     router: str = "gate"
     qk_norm: bool = False
     tie_word_embeddings: bool = False
+    routing_bias: bool = False  # a per-expert router bias `<moe_block>.e_score_correction_bias` (F32 [E])
+    qk_norm_per_layer: bool = False  # q_norm/k_norm over all heads ([heads*head_dim]), MiniMax-M2
+    fused_on_disk: bool = False  # Phi-3: `self_attn.qkv_proj` and `mlp.gate_up_proj` stored fused
+    mlp_gate: bool = True  # False: no gate_proj (Nemotron's squared-ReLU MLP: up_proj, down_proj)
+    sandwich_norms: bool = False  # Gemma-2/3: pre/post-feedforward norms besides the usual two
 
     def config(self) -> dict[str, Any]:
         cfg = {"architectures": [self.arch], "model_type": self.model_type, "hidden_size": self.hidden,
@@ -291,28 +296,41 @@ def dense_modules(d: DenseDims) -> list[Module]:
     out: list[Module] = [Module("model.embed_tokens", (d.vocab, H), "embed")]
     for L in range(d.num_hidden_layers):
         p = f"model.layers.{L}"
-        out += [Module(f"{p}.self_attn.q_proj", (d.heads * d.head_dim, H), "attn", L),
-                Module(f"{p}.self_attn.k_proj", (d.kv_heads * d.head_dim, H), "attn", L),
-                Module(f"{p}.self_attn.v_proj", (d.kv_heads * d.head_dim, H), "attn", L),
-                Module(f"{p}.self_attn.o_proj", (H, d.heads * d.head_dim), "attn", L),
+        if d.fused_on_disk:
+            out.append(Module(f"{p}.self_attn.qkv_proj", ((d.heads + 2 * d.kv_heads) * d.head_dim, H), "attn", L))
+        else:
+            out += [Module(f"{p}.self_attn.q_proj", (d.heads * d.head_dim, H), "attn", L),
+                    Module(f"{p}.self_attn.k_proj", (d.kv_heads * d.head_dim, H), "attn", L),
+                    Module(f"{p}.self_attn.v_proj", (d.kv_heads * d.head_dim, H), "attn", L)]
+        out += [Module(f"{p}.self_attn.o_proj", (H, d.heads * d.head_dim), "attn", L),
                 Module(f"{p}.input_layernorm", (H,), "norm", L),
                 Module(f"{p}.post_attention_layernorm", (H,), "norm", L)]
+        if d.sandwich_norms:
+            out += [Module(f"{p}.pre_feedforward_layernorm", (H,), "norm", L),
+                    Module(f"{p}.post_feedforward_layernorm", (H,), "norm", L)]
         if d.qk_norm:
-            out += [Module(f"{p}.self_attn.q_norm", (d.head_dim,), "norm", L),
-                    Module(f"{p}.self_attn.k_norm", (d.head_dim,), "norm", L)]
+            qn, kn = ((d.heads * d.head_dim, d.kv_heads * d.head_dim) if d.qk_norm_per_layer
+                      else (d.head_dim, d.head_dim))
+            out += [Module(f"{p}.self_attn.q_norm", (qn,), "norm", L),
+                    Module(f"{p}.self_attn.k_norm", (kn,), "norm", L)]
         if d.n_experts:
             g, u, dn = d.expert_projs
             I = d.moe_intermediate
             out.append(Module(f"{p}.{d.moe_block}.{d.router}", (d.n_experts, H), "router", L))
+            if d.routing_bias:
+                out.append(Module(f"{p}.{d.moe_block}.e_score_correction_bias", (d.n_experts,), "bias", L))
             for e in range(d.n_experts):
                 out += [Module(f"{p}.{d.moe_block}.experts.{e}.{g}", (I, H), "expert", L),
                         Module(f"{p}.{d.moe_block}.experts.{e}.{u}", (I, H), "expert", L),
                         Module(f"{p}.{d.moe_block}.experts.{e}.{dn}", (H, I), "expert", L)]
         else:
             I = d.intermediate
-            out += [Module(f"{p}.mlp.gate_proj", (I, H), "dense_mlp", L),
-                    Module(f"{p}.mlp.up_proj", (I, H), "dense_mlp", L),
-                    Module(f"{p}.mlp.down_proj", (H, I), "dense_mlp", L)]
+            if d.fused_on_disk:
+                out.append(Module(f"{p}.mlp.gate_up_proj", (2 * I, H), "dense_mlp", L))
+            else:
+                out += ([Module(f"{p}.mlp.gate_proj", (I, H), "dense_mlp", L)] if d.mlp_gate else []) + [
+                    Module(f"{p}.mlp.up_proj", (I, H), "dense_mlp", L)]
+            out.append(Module(f"{p}.mlp.down_proj", (H, I), "dense_mlp", L))
     out.append(Module("model.norm", (H,), "norm"))
     if not d.tie_word_embeddings:
         out.append(Module("lm_head", (d.vocab, H), "lm_head"))
@@ -322,6 +340,44 @@ def dense_modules(d: DenseDims) -> list[Module]:
 def mixtral_dims(**kw: Any) -> DenseDims:
     base = dict(arch="MixtralForCausalLM", model_type="mixtral", n_experts=4, moe_block="block_sparse_moe",
                 expert_projs=("w1", "w3", "w2"), kv_heads=2)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def minimax_m2_dims(**kw: Any) -> DenseDims:
+    """MiniMax-M2 (MiniMaxM2ForCausalLM): every layer MoE under `block_sparse_moe` with experts
+    `w1`/`w3`/`w2`, router `block_sparse_moe.gate` and its F32 `e_score_correction_bias`, per-layer
+    q/k norms; its published config.json names the experts `num_local_experts`."""
+    base = dict(arch="MiniMaxM2ForCausalLM", model_type="minimax_m2", n_experts=4, moe_block="block_sparse_moe",
+                expert_projs=("w1", "w3", "w2"), qk_norm=True, qk_norm_per_layer=True, routing_bias=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def gemma3_dims(**kw: Any) -> DenseDims:
+    """Gemma-3 text (Gemma3ForCausalLM, the 1B checkpoints): q/k norms, sandwich norms, tied embeddings."""
+    base = dict(arch="Gemma3ForCausalLM", model_type="gemma3_text", qk_norm=True, sandwich_norms=True,
+                tie_word_embeddings=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def mistral_dims(**kw: Any) -> DenseDims:
+    base = dict(arch="MistralForCausalLM", model_type="mistral")
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def phi3_dims(**kw: Any) -> DenseDims:
+    """Phi-3 / Phi-4 (Phi3ForCausalLM): attention and MLP projections stored fused (qkv_proj, gate_up_proj)."""
+    base = dict(arch="Phi3ForCausalLM", model_type="phi3", fused_on_disk=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def nemotron_dims(**kw: Any) -> DenseDims:
+    """Nemotron / Minitron (NemotronForCausalLM): squared-ReLU MLP without gate_proj."""
+    base = dict(arch="NemotronForCausalLM", model_type="nemotron", mlp_gate=False)
     base.update(kw)
     return DenseDims(**base)
 

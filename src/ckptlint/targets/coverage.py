@@ -1,0 +1,135 @@
+"""How each verified release's registered architectures are modelled: hand data, extracted facts, or generic.
+
+``ckptlint targets --coverage`` prints it; ``docs/coverage.md`` is generated from it
+(``python scripts/update_coverage.py``, checked by the test suite). Per release it counts the registered
+text-generation architectures (registry.json: not a draft class, a name ending in ``ForCausalLM``,
+``LMHeadModel`` or ``ForConditionalGeneration``) and how ``ckptlint check`` simulates each, exactly as the
+simulation picks it (``simulate._extracted``):
+
+* ``hand``: the target data has an entry of its own for it;
+* ``extracted``: simulated from the facts extracted from the release's class (``extracted_classes``), at
+  least one of them a loading fact (fusions, expert naming, sub-layers and their quant config, renames);
+* ``generic``: the ``"*"`` rules alone (the class was not extracted, or declares none of those facts).
+
+Whether it has a draft (MTP / NextN / Eagle) class: ``hand`` where the target data describes the draft,
+else ``release`` where the release's speculative-decoding code rewrites the architecture to a draft class,
+or ``name`` where a draft class the release registers is named after it (the vLLM model-type overrides
+name the draft by model type, which the registry does not give).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# The architectures most often published quantized (issue 28's aim): the detail table lists them per framework.
+COMMON = (
+    "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
+    "GlmMoeDsaForCausalLM", "MiniMaxM2ForCausalLM", "MiniMaxM3SparseForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5MoeForConditionalGeneration", "LlamaForCausalLM",
+    "Llama4ForConditionalGeneration", "MistralForCausalLM", "MixtralForCausalLM", "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM", "Gemma3ForConditionalGeneration", "Phi3ForCausalLM", "GptOssForCausalLM",
+    "NemotronForCausalLM", "NemotronHForCausalLM",
+)
+_GENERATION = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration)$")
+_STEM = re.compile(r"(ForCausalLM|LMHeadModel|ForConditionalGeneration|Model)$")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _mode(target: Any, arch: str) -> str:
+    from ckptlint.targets.extracted_classes import extracted_model
+
+    entry = target.architecture(arch)
+    if entry is not None and not entry.generic:
+        return "hand" if entry.supported else "unsupported"
+    em = extracted_model(target, arch)
+    return "extracted" if em is not None and em.extracted else "generic"
+
+
+def _draft(target: Any, arch: str, drafts: list[str], overrides: dict[str, list[str]]) -> str:
+    entry = target.architecture(arch)
+    if entry is not None and not entry.generic and entry.draft is not None:
+        return "hand"
+    if overrides.get("arch:" + arch):
+        return "release"
+    stem = _norm(_STEM.sub("", arch))
+    if stem and any(_norm(d).startswith(stem) for d in drafts):
+        return "name"
+    return ""
+
+
+def release_coverage(target: Any) -> dict[str, Any] | None:
+    """Counts and per-architecture modes for one target (None: no registry extracted for it)."""
+    from ckptlint.targets.extracted import knowledge
+    from ckptlint.targets.extracted_classes import _doc
+
+    k = knowledge(target.framework, target.version)
+    if k is None:
+        return None
+    doc = _doc(target.framework, target.version)
+    overrides = dict(doc.draft_overrides) if doc is not None else {}
+    drafts = [e.cls for e in k.drafts.values()] + [a for a in k.drafts]
+    archs = sorted(a for a, e in k.architectures.items() if not e.is_draft and _GENERATION.search(a))
+    rows = {a: {"mode": _mode(target, a), "draft": _draft(target, a, drafts, overrides)} for a in archs}
+    counts = {m: sum(1 for r in rows.values() if r["mode"] == m) for m in ("hand", "extracted", "generic")}
+    counts["registered"] = len(archs)
+    counts["with_draft"] = sum(1 for r in rows.values() if r["draft"])
+    return {"target": target.id, "counts": counts, "architectures": rows}
+
+
+def coverage() -> list[dict[str, Any]]:
+    from ckptlint.targets import list_targets
+
+    return [c for c in (release_coverage(t) for t in list_targets()) if c is not None]
+
+
+def text(rows: list[dict[str, Any]]) -> str:
+    out = [f"{'release':<16} {'registered':>10} {'hand':>5} {'extracted':>9} {'generic':>7} {'with draft':>10}"]
+    for r in rows:
+        c = r["counts"]
+        out.append(f"{r['target']:<16} {c['registered']:>10} {c['hand']:>5} {c['extracted']:>9} {c['generic']:>7} "
+                   f"{c['with_draft']:>10}")
+    return "\n".join(out) + "\n"
+
+
+def markdown(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "# Coverage: how each release's architectures are simulated",
+        "",
+        "Generated by `python scripts/update_coverage.py` from the target data and the knowledge extracted from",
+        "each release's wheel (`src/ckptlint/targets/extracted/`); `ckptlint targets --coverage` prints the",
+        "same counts. Do not edit by hand.",
+        "",
+        "Registered text-generation architectures (the release's model registry, draft classes excluded; names",
+        "ending in `ForCausalLM`, `LMHeadModel` or `ForConditionalGeneration`), by how `ckptlint check` simulates",
+        "them: from the hand-written target data (`hand`), from the facts extracted from the release's model",
+        "class (`extracted`: fusions, expert naming, sub-layers built without the quant config, name-mapper",
+        "renames; the finding TG605 says so), or with the generic rules alone (`generic`, TG604). `with draft`:",
+        "architectures with an MTP/NextN/Eagle draft class (described by hand, rewritten to one by the",
+        "release's speculative-decoding code, or a registered draft class named after it).",
+        "",
+        "| release | registered | hand | extracted | generic | with draft |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        c = r["counts"]
+        lines.append(f"| `{r['target']}` | {c['registered']} | {c['hand']} | {c['extracted']} | {c['generic']} | "
+                     f"{c['with_draft']} |")
+    for fw in ("sglang", "vllm"):
+        fw_rows = [r for r in rows if r["target"].startswith(fw + "==")]
+        if not fw_rows:
+            continue
+        lines += ["", f"## Architectures most often published quantized: {fw}", "",
+                  "Mode per release (`-`: not registered); draft in brackets (`hand`, `release`, `name`).", ""]
+        head = "| architecture | " + " | ".join(r["target"].split("==")[1] for r in fw_rows) + " |"
+        lines += [head, "|---|" + "---|" * len(fw_rows)]
+        for a in COMMON:
+            cells = []
+            for r in fw_rows:
+                x = r["architectures"].get(a)
+                cells.append("-" if x is None else x["mode"] + (f" ({x['draft']})" if x["draft"] else ""))
+            lines.append(f"| `{a}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,505 @@
+"""Model classes simulated from the facts extracted from a release's wheel (``extracted/<fw>/<ver>/classes.json``).
+
+The generated files (``python scripts/conformance.py extract FW VER --only classes``; extractor in the
+repository's ``conformance/knowledge/classes.py``, stamped like ``registry.json``) hold, per ``"module:Class"``, what the class declares about loading:
+its ``packed_modules_mapping`` (and what ``__init__`` adds), the literal stacked / expert tables of its
+``load_weights``, its ``WeightsMapper`` rules and every sub-layer with the quant config it is built with.
+
+An architecture the release registers but the hand-written target data does not describe is simulated
+from an :class:`Architecture` built in layers, each field taking the first source that has it:
+
+1. hand data: the fields the target's TOML entry for the architecture writes (a placeholder entry,
+   ``generic = true``, writes none but ``supported``);
+2. extracted: the class's facts, translated below (``FACTS``);
+3. generic: the ``"*"`` architecture of the target data, for whatever remains (loader strictness, name
+   classes, norms) -- reported, never silent.
+
+:func:`provenance` says which layer each field came from (``ckptlint plan`` and the TG605 finding name them).
+Files are read lazily, only for an architecture the check needs, and decoded one class at a time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+
+from ckptlint.fsutil import read_package_file
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+EXTRACTED_DIR = os.path.join(_HERE, "extracted")
+CLASSES = "classes.json"
+
+# The Architecture fields extraction can fill, in the order the finding lists them.
+FACTS = ("stacked", "packed_modules_mapping", "packed_modules_mapping_if", "experts", "expert_w13", "expert_w2",
+         "kinds", "rename", "absent")
+# What stays with the generic rules whatever the class (the extractor does not model loader branches).
+GENERIC_ALWAYS = ("unexpected_param", "unexpected", "shape_kinds", "layer_prefix")
+
+_SHARD_RANK = {"q": 0, "k": 1, "v": 2}
+_MOE = re.compile(r"MoE|Moe|Experts|get_moe_impl_class\(\)")
+_LINEAR = re.compile(r"Linear|LMHead")
+_GATE_CLASSES = re.compile(r"Gate|Router")
+
+
+class _Doc(msgspec.Struct):
+    classes: dict[str, msgspec.Raw]
+    aliases: dict[str, str] = {}
+    draft_overrides: dict[str, list[str]] = {}
+    framework: str = ""
+    version: str = ""
+    wheel_sha256: str | None = None
+    extractor: str = ""
+
+
+def classes_file(framework: str, version: str) -> str:
+    return os.path.join(EXTRACTED_DIR, framework, version, CLASSES)
+
+
+@lru_cache(maxsize=None)
+def _doc(framework: str, version: str) -> _Doc | None:
+    try:
+        return msgspec.json.decode(read_package_file(classes_file(framework, version)), type=_Doc)
+    except (OSError, ValueError):
+        return None
+
+
+def has_classes(framework: str, version: str) -> bool:
+    return os.path.isfile(classes_file(framework, version))
+
+
+def stamp(framework: str, version: str) -> dict[str, Any] | None:
+    """The file's stamp: wheel sha256 and extractor version (None: no file)."""
+    d = _doc(framework, version)
+    return None if d is None else {"wheel_sha256": d.wheel_sha256, "extractor": d.extractor}
+
+
+def class_keys(framework: str, version: str) -> list[str]:
+    d = _doc(framework, version)
+    return sorted(d.classes) if d is not None else []
+
+
+@lru_cache(maxsize=None)
+def class_facts(framework: str, version: str, key: str) -> dict[str, Any] | None:
+    """The extracted facts of ``"module:Class"`` on that release (None: not extracted)."""
+    d = _doc(framework, version)
+    if d is None or key not in d.classes:
+        return None
+    return msgspec.json.decode(d.classes[key])
+
+
+def class_for(framework: str, version: str, arch: str) -> str | None:
+    """``"module:Class"`` that serves ``arch`` on the release: the one its model registry names
+    (registry.json, ``ckptlint.targets.extracted``), through a package's re-export where the registry
+    names the package; None when the release does not register ``arch`` or its class was not extracted."""
+    from ckptlint.targets.extracted import knowledge
+
+    k = knowledge(framework, version)
+    entry = k.architectures.get(arch) if k is not None else None
+    d = _doc(framework, version)
+    if entry is None or d is None:
+        return None
+    key = f"{entry.module}:{entry.cls}"
+    if key not in d.classes:
+        key = d.aliases.get(key, key)
+    return key if key in d.classes else None
+
+
+class Classes:
+    """One release's classes.json (``ckptlint.targets.extracted.classes(fw, ver)``), read on first use."""
+
+    def __init__(self, framework: str, version: str) -> None:
+        self.framework, self.version = framework, version
+
+    def keys(self) -> list[str]:
+        return class_keys(self.framework, self.version)
+
+    def facts(self, key: str) -> dict[str, Any] | None:
+        return class_facts(self.framework, self.version, key)
+
+    def for_architecture(self, arch: str) -> str | None:
+        """The ``"module:Class"`` the release registers for ``arch`` (None: not registered or not extracted)."""
+        return class_for(self.framework, self.version, arch)
+
+    @property
+    def stamp(self) -> dict[str, Any] | None:
+        return stamp(self.framework, self.version)
+
+
+# --- facts -> Architecture fields ---------------------------------------------------------------
+
+def _tail(path: str) -> tuple[str, bool]:
+    """(regex for a runtime module path from the tree, whether it sits inside the layer list)."""
+    if ".{N}." in path:
+        head, tail = path.split(".{N}.", 1)
+        if head == "layers" or head.endswith(".layers"):  # the decoder layers (and a draft's, named alike)
+            return r"\." + re.escape(tail).replace(r"\{N\}", r"\d+") + "$", True
+        # another list (a vision tower's blocks): the whole path, so that it names nothing in the decoder
+        return "^" + re.escape(path).replace(r"\{N\}", r"\d+") + "$", False
+    return "^" + re.escape(path).replace(r"\{N\}", r"\d+") + "$", False
+
+
+def _stacked(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[str]]:
+    """Stacked fusions from the literal tables of the loaders in the class's tree and the mapper's
+    ``orig_to_new_stacked``. None: no literal table anywhere (generic)."""
+    rows: list[tuple[str, str, Any]] = []
+    found = False
+    notes: list[str] = []
+    tables = list((facts.get("tree") or {}).get("stacked") or [])
+    for t in tables:
+        if t.get("rows") == "<dynamic>":
+            notes.append(f"a stacked_params_mapping built at run time ({t.get('class', '?')})")
+            continue
+        found = True
+        for r in t["rows"]:
+            if len(r) >= 3 and isinstance(r[0], str) and isinstance(r[1], str) and "experts" not in r[0]:
+                rows.append((r[0], r[1], r[2]))
+    for m in _mappers(facts):
+        for src, dst in (m.get("orig_to_new_stacked") or {}).items():
+            if isinstance(dst, list) and dst and isinstance(dst[0], str):
+                found = True
+                rows.append((dst[0], src, dst[1] if len(dst) > 1 else None))
+    if not found:
+        return None, notes
+    fused: dict[str, list[str]] = {}
+    order: dict[str, Any] = {}
+    for param, shard, sid in rows:
+        p, s = param.strip("."), shard.strip(".")
+        if "." in p or "." in s:  # a dotted row: keep its last components when they share the parent
+            ph, _, p = p.rpartition(".")
+            sh, _, s = s.rpartition(".")
+            if ph != sh:
+                continue
+        if p == s:
+            continue
+        lst = fused.setdefault(p, [])
+        if s not in lst:
+            lst.append(s)
+            order[s] = sid
+    for p, lst in fused.items():  # shard order: the loader's shard ids (q, k, v / 0, 1, ...) where it gives them
+        ids = [_rank(order[x]) for x in lst]
+        if None not in ids and len(set(ids)) == len(ids):
+            lst.sort(key=lambda x: _rank(order[x]))
+    return [{"fused": f, "shards": sh, "requires_config": None} for f, sh in fused.items()], notes
+
+
+def _rank(sid: Any) -> int | None:
+    """A shard id's position: q/k/v, or an integer (None: anything else)."""
+    if isinstance(sid, str):
+        return _SHARD_RANK.get(sid)
+    return sid if isinstance(sid, int) and not isinstance(sid, bool) else None
+
+
+def _mappers(facts: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for v in (facts.get("mappers_resolved") or {}).values():
+        out += [m for m in (v if isinstance(v, list) else [v]) if isinstance(m, dict) and "ref" not in m]
+    return out
+
+
+def _packed(facts: dict[str, Any]) -> tuple[dict[str, list[str]] | None, list[dict[str, Any]], list[str]]:
+    pm = facts.get("packed_modules_mapping", facts.get("packed_modules_mapping_inherited"))
+    notes: list[str] = []
+    if isinstance(pm, dict) and (pm.get("unresolved") or "ref" in pm):
+        return None, [], [f"packed_modules_mapping names {pm.get('ref')}, not resolved"]
+    base: dict[str, list[str]] = {}
+    if isinstance(pm, dict):
+        for k, v in pm.items():
+            if isinstance(v, list) and all(isinstance(x, str) for x in v):
+                base[k] = v
+            else:
+                notes.append(f"packed_modules_mapping[{k!r}] is computed")
+    cond: list[dict[str, Any]] = []
+    init = facts.get("packed_init")
+    if init is None and isinstance(facts.get("packed_init_inherited"), dict):
+        init = facts["packed_init_inherited"].get("entries")
+    for e in init or []:
+        mapping = e.get("set") or e.get("update") or e.get("assign")
+        if not isinstance(mapping, dict):
+            notes.append("__init__ changes packed_modules_mapping with a computed value")
+            continue
+        mapping = {k: v for k, v in mapping.items() if isinstance(v, list) and all(isinstance(x, str) for x in v)}
+        key = e.get("if")
+        if key is None:
+            if "assign" in e:
+                base = dict(mapping)
+            else:
+                base.update(mapping)
+        elif re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+            cond.append({"key": key, "mapping": mapping})  # (PackedIf: every field)
+        else:
+            notes.append(f"__init__ adds packed_modules_mapping entries under a condition ckptlint does not model "
+                         f"({key})")
+    return base, cond, notes
+
+
+def _experts(facts: dict[str, Any], framework: str) -> tuple[dict[str, Any] | None, list[dict[str, Any]], list[str]]:
+    tree = facts.get("tree") or {}
+    moe_leaves = [leaf for leaf in tree.get("leaves", []) if _MOE.search(leaf["class"])
+                  and not _GATE_CLASSES.search(leaf["class"]) and leaf["path"].endswith("experts")]
+    if not moe_leaves:
+        return None, [], []
+    names: list[tuple[str, str | None, str]] = []
+    for leaf in moe_leaves:
+        ck = leaf.get("ckpt_names")
+        if isinstance(ck, list) and len(ck) == 3 and all(isinstance(x, (str, type(None))) for x in ck):
+            names.append((ck[0], ck[2], ck[1]))
+    for e in tree.get("expert_mapping", []):
+        g, d, u = e.get("gate"), e.get("down"), e.get("up")
+        if all(isinstance(x, (str, type(None))) for x in (g, d, u)) and isinstance(g, str) and isinstance(d, str):
+            names.append((g, u, d))
+    notes: list[str] = []
+    if not names:
+        return None, [], ["expert projection names are not literal"]
+    w13: list[str] = []
+    w2: list[str] = []
+    for g, u, d in names:
+        for x in (g, u):
+            if x and x not in w13:
+                w13.append(x)
+        if d not in w2:
+            w2.append(d)
+    tails = sorted({_tail(leaf["path"])[0] for leaf in moe_leaves})
+    inner = "|".join(t[2:-1] if t.startswith(r"\.") else t[1:-1] for t in tails)
+    projs = "|".join(re.escape(p) for p in w13 + w2)
+    regex = rf"^(?P<moe>.+\.(?:{inner}))\.(?P<expert>\d+)\.(?P<proj>{projs})$"
+    kinds = [{"pattern": rf"\.(?:{inner})$", "kind": "moe", "loader": "FusedMoE", "methods": None}]
+    return {"experts": regex, "expert_w13": w13, "expert_w2": w2}, kinds, notes
+
+
+# MoE blocks other classes keep their experts under (the generic rules' expert naming)
+_EXPERT_BLOCKS = ("mlp", "block_sparse_moe", "moe", "feed_forward")
+
+
+def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str], list[str]] | None:
+    """(regex, blocks, the class's own FusedMoE paths) for routed-expert names under a block of the decoder layer that the class does not
+    build (e.g. `mlp.experts.N.gate_proj` for a class whose layers hold `block_sparse_moe` only): the
+    loader has no parameter for any of them. None when the class has no FusedMoE in its layer list, or
+    builds every such block."""
+    leaves = (facts.get("tree") or {}).get("leaves", [])
+    moe = [leaf["path"] for leaf in leaves if _MOE.search(leaf["class"]) and leaf["path"].endswith("experts")
+           and ".{N}." in leaf["path"]]
+    if not moe:
+        return None
+    layer = moe[0].split(".{N}.", 1)[0]
+    built = {leaf["path"].split(".{N}.", 1)[1].split(".", 1)[0] for leaf in leaves
+             if leaf["path"].startswith(layer + ".{N}.")}
+    # (a block the name mapper renames into one the class builds is not missing: MiniMax-M3 maps
+    # `.block_sparse_moe.` to `.mlp.`)
+    mapped = " ".join(str(src) for m in _mappers(facts) for kind, table in m.items() if isinstance(table, dict)
+                      for src in table)
+    missing = [b for b in _EXPERT_BLOCKS if b not in built and b not in mapped]
+    if not missing:
+        return None
+    rx = "^" + re.escape(layer) + r"\.\d+\.(?:" + "|".join(missing) + r")\.experts\.\d+\."
+    return rx, missing, sorted({p.split(".{N}.", 1)[1] for p in moe})
+
+
+def _prefix_notes(facts: dict[str, Any]) -> list[str]:
+    """Quantizable sub-layers whose quant-config prefix (what the method tests its skip list against) is not
+    their attribute path (what checkpoint names follow): ckptlint tests the attribute path."""
+    out = []
+    for leaf in (facts.get("tree") or {}).get("leaves", []):
+        if leaf["quant"] == "passed" and "prefix" in leaf and (_LINEAR.search(leaf["class"]) or _MOE.search(leaf["class"])):
+            out.append(f"the quant config's lists are tested against `{leaf['prefix']}` for `{leaf['path']}` (the "
+                       "prefix the class passes); ckptlint tests the checkpoint name")
+    return out
+
+
+def _sublayer_kinds(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Kinds of the Linear-like sub-layers from the quant config each is built with: passed -> the
+    method decides (``linear``; ``lm_head`` for an LM head); None or not passed -> ``unquantized_linear``
+    (``plain`` for a bare nn.Linear). Paths whose builds disagree (conditional branches) are left generic."""
+    by_rx: dict[str, set[tuple[str, str]]] = {}
+    for leaf in (facts.get("tree") or {}).get("leaves", []):
+        cls, quant = leaf["class"], leaf["quant"]
+        if not _LINEAR.search(cls) or _MOE.search(cls):
+            continue
+        rx, _ = _tail(leaf["path"])
+        plain = cls in ("nn.Linear", "torch.nn.Linear", "Linear")
+        head = "LMHead" in cls
+        if quant == "passed":
+            kind = "lm_head" if head else ("plain" if plain else "linear")
+        elif quant in ("none", "absent"):
+            kind = "plain" if plain else "unquantized_linear"
+        else:
+            kind = "?"
+        by_rx.setdefault(rx, set()).add((kind, cls))
+    kinds: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for rx, seen in sorted(by_rx.items()):
+        ks = {k for k, _ in seen}
+        if len(ks) != 1 or "?" in ks:
+            notes.append(f"`{rx}` is built with or without the quant config depending on the configuration")
+            continue
+        kind = ks.pop()
+        cls = sorted(c for _, c in seen)[0]
+        kinds.append({"pattern": rx, "kind": kind, "loader": cls.rpartition(".")[2], "methods": None})
+    # The specific rules first: paths with more components before shorter ones.
+    kinds.sort(key=lambda k: (-k["pattern"].count(r"\."), k["pattern"]))
+    return kinds, notes
+
+
+def _renames(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[str]]:
+    """The WeightsMapper's prefix / suffix / substring rules as renames (first match wins). A mapper with
+    rules of more than one kind, or computed ones, is left generic (a mapper applies one rule per kind)."""
+    rules: list[dict[str, Any]] = []
+    kinds_used: set[str] = set()
+    notes: list[str] = []
+    for m in _mappers(facts):
+        for kind, table in m.items():
+            if kind == "orig_to_new_stacked":
+                continue
+            if not isinstance(table, dict):
+                notes.append(f"the name mapper's {kind} is computed")
+                continue
+            for src, dst in table.items():
+                if not isinstance(dst, str) or src.startswith("**"):
+                    if dst is None:
+                        notes.append(f"the name mapper drops `{src}` names ({kind})")
+                    else:
+                        notes.append(f"the name mapper's {kind} rule for `{src}` is computed")
+                    continue
+                kinds_used.add(kind)
+                esc = re.escape(src)
+                pattern = {"orig_to_new_prefix": "^" + esc, "orig_to_new_suffix": esc + "$"}.get(kind, esc)
+                rules.append({"pattern": pattern, "to": dst.replace("\\", "\\\\"), "count": 1})
+    for mi in facts.get("mappers_init") or []:
+        notes.append(f"__init__ changes {mi.get('attr')}" + (f" when {mi['if']}" if mi.get("if") else ""))
+    if len(kinds_used) > 1:
+        return None, notes + ["the name mapper combines prefix, suffix and substring rules"]
+    return rules, notes
+
+
+def extracted_fields(facts: dict[str, Any], framework: str) -> tuple[dict[str, Any], list[str]]:
+    """(Architecture fields the facts give, notes on what they leave to the generic rules)."""
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    stacked, n = _stacked(facts)
+    notes += n
+    if stacked is not None:
+        out["stacked"] = stacked
+    packed, cond, n = _packed(facts)
+    notes += n
+    if packed is not None:
+        out["packed_modules_mapping"] = packed
+        if cond:
+            out["packed_modules_mapping_if"] = cond
+    ex, moe_kinds, n = _experts(facts, framework)
+    notes += n
+    if ex is not None:
+        out.update(ex)
+    kinds, n = _sublayer_kinds(facts)
+    notes += n
+    if kinds or moe_kinds:
+        out["kinds"] = moe_kinds + kinds
+    renames, n = _renames(facts)
+    notes += n
+    if renames:
+        out["rename"] = renames
+    notes += _prefix_notes(facts)
+    absent = _absent_expert_blocks(facts)
+    if absent is not None:
+        out["absent_experts"] = absent
+    return out, notes
+
+
+# --- layering -------------------------------------------------------------------------------------
+
+def _plain(obj: Any) -> dict[str, Any]:
+    return obj.model_dump(by_alias=True) if hasattr(obj, "model_dump") else dict(obj)
+
+
+def hand_fields(target: Any, arch: str) -> dict[str, Any]:
+    """The fields the target data writes for ``arch`` beyond the generic ``"*"`` architecture it is
+    ``like`` (a field written with the generic value is the same either way)."""
+    entry = target.architecture(arch)
+    generic = target.architecture("*")
+    if entry is None or generic is None:
+        return {}
+    e, g = _plain(entry), _plain(generic)
+    return {k: v for k, v in e.items() if k not in ("like", "generic", "supported", "error") and v != g.get(k)}
+
+
+class ExtractedModel:
+    """An architecture built from extracted facts, with where each field came from."""
+
+    def __init__(self, arch: Any, key: str, provenance: dict[str, str], notes: list[str], stamp: dict[str, Any] | None):
+        self.arch = arch  # Architecture (validated) or its wrapped dict (compiled data)
+        self.key = key  # "module:Class"
+        self.provenance = provenance  # field -> "hand" | "extracted" | "generic"
+        self.notes = notes
+        self.stamp = stamp
+
+    @property
+    def extracted(self) -> list[str]:
+        return [f for f in FACTS if self.provenance.get(f) == "extracted"]
+
+
+def extracted_model(target: Any, arch_name: str) -> ExtractedModel | None:
+    """The architecture ``arch_name`` on ``target`` simulated from its class's extracted facts, layered as
+    the module docs say; None when the release's files have no class for it."""
+    fw, ver = target.framework, target.version
+    if not has_classes(fw, ver):
+        return None
+    key = class_for(fw, ver, arch_name)
+    facts = class_facts(fw, ver, key) if key else None
+    if facts is None:
+        return None
+    generic = target.architecture("*")
+    if generic is None:
+        return None
+    fields, notes = extracted_fields(facts, fw)
+    absent = fields.pop("absent_experts", None)
+    if absent is not None:
+        fields["absent"] = [_absent_rule(target, generic, absent, key)]
+    merged = _plain(generic)
+    provenance = {k: "generic" for k in merged if k not in ("like", "supported", "generic", "error")}
+    for k, v in fields.items():
+        merged[k] = v
+        provenance[k] = "extracted"
+    if "kinds" in fields:  # the class's own sub-layers first, the generic patterns for the rest
+        merged["kinds"] = fields["kinds"] + list(_plain_list(_plain(generic).get("kinds") or []))
+    for k, v in hand_fields(target, arch_name).items():
+        merged[k] = v
+        provenance[k] = "hand"
+    merged["generic"] = False
+    merged.pop("like", None)
+    arch = _build(target, merged)
+    return ExtractedModel(arch, key, provenance, notes, stamp(fw, ver))
+
+
+def _absent_rule(target: Any, generic: Any, absent: tuple[str, list[str], list[str]], key: str) -> dict[str, Any]:
+    """The absent-module rule for expert names under blocks the class does not build; what loading them
+    does is the generic loader rule's (the extractor does not model the loader's branches)."""
+    rx, blocks, moe_paths = absent
+    own = generic.unexpected_param  # the generic model loader's own text (vLLM: AutoWeightsLoader)
+    o = own or target.data.loading.unexpected_param
+    err = o.error if own is not None else None
+    if err is not None:
+        err = err.replace("{name}", "{ckpt}").replace("{inner}", "{ckpt}")
+        if re.search(r"\{(?!ckpt\})[a-z]+\}", err):
+            err = None
+    blocks_txt = " / ".join(f"`{b}`" for b in blocks)
+    own_txt = ", ".join(f"`{p}`" for p in moe_paths)
+    note = (f"{key.rpartition(':')[2]} builds no {blocks_txt} block in its decoder layers, its experts are {own_txt} "
+            f"(extracted from the release's class), so it has no parameter for these expert tensors; what its loader "
+            f"does with them follows the generic rule")
+    return {"pattern": rx, "outcome": {"consequence": o.consequence, "error": err, "note": note}}
+
+
+def _plain_list(items: list[Any]) -> list[Any]:
+    return [dict(x) if isinstance(x, dict) else _plain(x) for x in items]
+
+
+def _build(target: Any, merged: dict[str, Any]) -> Any:
+    from ckptlint._ns import plain, wrap
+
+    if isinstance(target.data, dict):  # compiled data: records are wrapped dicts, every field written out
+        return wrap(plain(merged))
+    from ckptlint.targets.schema import Architecture
+
+    return Architecture.model_validate(plain(merged))
