@@ -254,17 +254,26 @@ def test_global_options_are_listed(capsys):
 
 
 def test_generic_simulation_is_a_verdict_labelled_as_such(tmp_path, capsys):
-    """TG604: simulated with the generic rules: a verdict (not "no verdict"), said in the label."""
+    """TG604 (generic rules) and TG605 (facts extracted from the wheel) are simulations: a verdict (not
+    "no verdict"), said in the label; a release with hand-written data for the architecture says neither."""
     from casefiles import build_case, discover
 
-    (case,) = [c for c in discover() if c.id == "TG604/qwen3-next-before-sglang-0.5.9"]
-    root = tmp_path / "ckpt"
-    build_case(case, root)
-    targets = case.data["targets"][:2]  # the first generic, the second with its own data
-    code, doc, err = _json(capsys, str(root), *[a for t in targets for a in ("-t", t)])
-    generic, own = (doc["verdicts"][t] for t in targets)
-    assert generic.get("generic") is True and generic["label"].endswith("(generic rules)")
-    assert generic["verdict"] != "no-verdict" and "generic" not in own and "(generic rules)" not in own["label"]
+    cases = {c.id: c for c in discover()}
+    labels = {}
+    for cid, kind in (("TG604/registered-class-not-extracted", "generic"),
+                      ("TG605/minimax-m2-fp8-extracted", "extracted")):
+        case = cases[cid]
+        root = tmp_path / kind
+        build_case(case, root)
+        target = case.data["targets"][0]
+        code, doc, err = _json(capsys, str(root), "-t", target)
+        v = doc["verdicts"][target]
+        assert v.get(kind) is True and v["verdict"] != "no-verdict", v
+        labels[kind] = v["label"]
+    assert labels["generic"].endswith("(generic rules)") and labels["extracted"].endswith("(extracted data)")
+    code, doc, err = _json(capsys, str(FIXED), "-t", "sglang==0.5.23")
+    own = doc["verdicts"]["sglang==0.5.23"]
+    assert "generic" not in own and "extracted" not in own and own["label"] == "loads"
 
 
 @pytest.mark.parametrize("command", ["check", "upgrade", "plan", "fix", "inspect", "targets", "rules", "rule", "gpus"])

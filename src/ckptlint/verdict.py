@@ -23,7 +23,8 @@ A finding that makes the load fail still decides (``will-not-load`` and ``wrong-
 above ``no-verdict``: a checkpoint without a readable config, or whose headers are broken, fails
 whatever the release). The state comes from the targets and plans, not from the TG602/TG603
 findings, so ignoring those rules does not turn "no verdict" into "loads". A generic simulation
-(TG604) is a simulation: it gives a verdict, labelled "(generic rules)".
+(TG604) is a simulation: it gives a verdict, labelled "(generic rules)"; one from the facts extracted
+from the release's wheel (TG605) too, labelled "(extracted data)".
 
 Exit status: a release with no verdict makes ``check`` exit 1 (fail closed), unless
 ``--no-verdict pass`` (settings: ``no-verdict = "pass"``) relaxes it; see docs/ci.md.
@@ -68,6 +69,7 @@ class Verdict:
     because: "Finding | None" = None  # the first finding that sets the status
     no_verdict: tuple[str, str] | None = None  # status "no-verdict": (a key of NO_VERDICT_WORDS, the reason)
     generic: bool = False  # simulated with the generic architecture rules (TG604)
+    extracted: bool = False  # simulated from facts extracted from the release's wheel (TG605)
 
     @property
     def label(self) -> str:
@@ -76,6 +78,8 @@ class Verdict:
             text += f" ({NO_VERDICT_WORDS[self.no_verdict[0]]})"
         elif self.generic and self.status != "not-supported":
             text += " (generic rules)"
+        elif self.extracted and self.status != "not-supported":
+            text += " (extracted data)"
         if self.accepted_by:
             text += " (" + ", ".join(ACCEPTED_WORDS[b] for b in self.accepted_by) + ")"
         return text
@@ -92,6 +96,8 @@ class Verdict:
             out["no_verdict"] = {"why": self.no_verdict[0], "reason": self.no_verdict[1]}
         if self.generic:
             out["generic"] = True
+        if self.extracted:
+            out["extracted"] = True
         if self.because is not None:
             f = self.because
             out["because"] = {"code": f.code, "module": f.module, "file": f.file, "message": f.message}
@@ -141,10 +147,11 @@ def verdict(report: "Report", target_id: str) -> Verdict:
     because = next((f for f in everything if status != "loads" and _status([f]) == status), None)
     plan = report.plans.get(target_id)
     generic = bool(plan is not None and plan.generic and plan.simulated)
+    extracted = bool(plan is not None and plan.extracted and plan.simulated and not generic)
     nv = why_no_verdict(report, target_id) if status in ("loads", "degraded") else None
     if nv is not None:
-        return Verdict(target_id, NO_VERDICT, counts, (), None, nv, generic)
-    return Verdict(target_id, status, counts, by, because, None, generic)
+        return Verdict(target_id, NO_VERDICT, counts, (), None, nv, generic, extracted)
+    return Verdict(target_id, status, counts, by, because, None, generic, extracted)
 
 
 def verdicts(report: "Report") -> list[Verdict]:
