@@ -345,7 +345,11 @@ class Extractor:
 def find_def(m: Module | None, qualname: str) -> ast.AST | None:
     if m is None:
         return None
-    body: list[ast.stmt] = m.tree.body
+    return find_in(m.tree.body, qualname)
+
+
+def find_in(body: list[ast.stmt], qualname: str) -> ast.AST | None:
+    """The function or class ``qualname`` ("Class.method") among the statements ``body``, or None."""
     node = None
     for part in qualname.split("."):
         node = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))

@@ -855,13 +855,11 @@ def _def_source(root: Path, module: str, qual: str) -> str | None:
         body = ast.parse(text).body
     except SyntaxError:
         return None
-    node = None
-    for part in qual.split("."):
-        node = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-                     and s.name == part), None)
-        if node is None:
-            return None
-        body = node.body
+    from conformance.extract import find_in
+
+    node = find_in(body, qual)
+    if node is None:
+        return None
     return segment(text.splitlines(keepends=True), node)
 
 
