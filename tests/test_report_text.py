@@ -83,15 +83,17 @@ def test_one_entry_per_finding_with_its_releases(every_release):
     assert all(re.search(r"\] (sglang|vllm|checkpoint)", h) for h in heads)
 
 
-def test_a_release_without_the_architecture_is_one_entry_per_framework(every_release):
-    # one entry per framework: each quotes its own refusal (read from the release's wheel)
+def test_a_release_without_the_architecture_is_one_entry_quoting_each_refusal(every_release):
+    # one entry for the refusal, then what each framework prints (read from the release's wheel)
     out = every_release.stdout
-    sg, vl = [e for e in entries(out) if e[0].startswith("error TG601")]
-    assert sg[0].endswith("sglang 0.5.5") and vl[0].endswith("vllm 0.11.0")
-    assert sg[1] == "  config.json: sglang==0.5.5 has no model class for architecture GlmMoeDsaForCausalLM"
-    assert vl[1] == "  config.json: vllm==0.11.0 has no model class for architecture GlmMoeDsaForCausalLM"
-    assert sg[2].startswith("  framework prints: ValueError: Cannot find model module.")
-    assert vl[2].startswith("  framework prints: ValueError: Model architectures ['GlmMoeDsaForCausalLM'] are not")
+    (tg,) = [e for e in entries(out) if e[0].startswith("error TG601")]
+    assert tg[0] == "error TG601 target-unsupported [load-error] sglang 0.5.5, vllm 0.11.0 \u2014 2 findings"
+    assert tg[1] == "  config.json: this release has no model class for architecture GlmMoeDsaForCausalLM"
+    assert tg[2] == "  fix: pick a target that supports it (`ckptlint targets`)"
+    sg, vl = tg.index("  sglang 0.5.5:"), tg.index("  vllm 0.11.0:")
+    assert tg[sg + 1].startswith("  \u2192 ValueError: Cannot find model module.")
+    assert tg[vl + 1].startswith("  \u2192 ValueError: Model architectures ['GlmMoeDsaForCausalLM'] are not")
+    assert "\n\u2192 what the framework prints\n" in out
     rows = [ln for ln in out.splitlines() if ln.startswith(("sglang==0.5.5 ", "vllm==0.11.0 "))]
     assert len(rows) == 2 and all(ln.endswith("not supported by this release") for ln in rows)
 
@@ -132,7 +134,7 @@ def test_wrapped_to_the_width(columns):
     # wrapping changes lines, not text
     joined = " ".join(" ".join(lines).split())
     assert "no `exclude` entry matches the runtime name under exact_or_regex matching" in joined
-    assert "`model.eh_proj` (draft ReplicatedLinear): mxfp4 allocates U8 [64, 64] for the BF16 [64, 128] weight" in joined
+    assert "`model.eh_proj` (draft ReplicatedLinear): BF16 [64, 128] stored, U8 [64, 64] allocated" in joined
 
 
 def _pty_run(args: list[str], env: dict) -> str:

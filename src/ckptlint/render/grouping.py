@@ -33,6 +33,7 @@ class Group:
     assumptions: tuple[str, ...] = ()
     reason: str | None = None  # for left-out findings: why
     brief: str | None = None  # the finding's own part when its family's explanation is printed apart
+    family: str | None = None  # that explanation, the release taken out like the message's
 
     def text(self, value: str | None) -> str | None:
         """``value`` with the release put back: its name for one release, "this release" for several."""
@@ -67,7 +68,8 @@ def group_findings(findings: Iterable[Finding], reasons: Sequence[str | None] | 
                f.target is None)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = Group(f, [], msg or "", hint, err, assumptions, reason, _norm(pat, f.brief))
+            g = groups[key] = Group(f, [], msg or "", hint, err, assumptions, reason, _norm(pat, f.brief),
+                                    _norm(pat, f.family))
         if f.target is not None and f.target not in g.targets:
             g.targets.append(f.target)
     return list(groups.values())

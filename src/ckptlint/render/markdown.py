@@ -104,7 +104,7 @@ def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
     refs = _refs(fam[0].assumptions, fam[0], notes) if one else ""
     out = [f"- **{f.severity.value} `{f.code}` {f.name}** · {f.consequence.value} · "
            f"{escape(release_ranges(every, report.targets))}{refs} · {len(fam)} findings  ",
-           f"  {inline(f.family or '')}"]
+           f"  {inline(Group(f, every).text(fam[0].family) or '')}"]
     if f.family_hint:
         out[-1] += "  "
         out.append(f"  Fix: {inline(_with_note(f.family_hint, f.hint_note, notes))}")
@@ -116,7 +116,8 @@ def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
                        f"{_refs(assumptions, members[0], notes)}")
             indent = "    "
         for g in members:
-            out.append(f"{indent}- {inline(g.text(g.brief) or '')}")
+            if g.brief:
+                out.append(f"{indent}- {inline(g.text(g.brief) or '')}")
             if g.error_text:
                 out[-1] += "  "
                 out.append(f"{indent}  Framework prints: {_code(clean(g.text(g.error_text) or ''))}")

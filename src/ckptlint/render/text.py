@@ -111,6 +111,7 @@ class Notes:
 
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.legend: str | None = None  # a sign the entries use, explained once above the notes
 
     def ref(self, text: str) -> str:
         if text not in self.texts:
@@ -118,7 +119,7 @@ class Notes:
         return f"[{self.texts.index(text) + 1}]"
 
     def lines(self, width: int) -> list[str]:
-        out: list[str] = []
+        out: list[str] = [self.legend] if self.legend else []
         for i, t in enumerate(self.texts, 1):
             out += wrap(clean(t), width, f"[{i}] ", " " * (len(str(i)) + 3))
         return out
@@ -169,8 +170,8 @@ def entry(g: Group, report: Report, style: Style, notes: Notes | None = None) ->
 
 def _family_key(g: Group) -> tuple:
     f = g.finding
-    if f.family and g.brief:
-        return ("shared", f.code, f.severity, f.consequence, g.reason, f.family, f.family_hint)
+    if g.family and g.brief is not None:
+        return ("shared", f.code, f.severity, f.consequence, g.reason, g.family, f.family_hint)
     return (f.code, f.severity, f.consequence, tuple(g.targets), g.assumptions, g.reason)
 
 
@@ -216,7 +217,8 @@ def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes)
     out = _head(union, report, style, notes, len(fam))
     f = fam[0].finding
     width = style.width
-    out += wrap(clean(f.family or ""), width, "  ", "    ")
+    explain = union.text(fam[0].family) or ""
+    out += wrap(clean(explain), width, "  ", "    ")
     if f.family_hint:
         out += wrap(clean(_with_note(f.family_hint, f.hint_note, notes)), width, "  fix: ", "    ")
     ranked = sorted(subsets.items(), key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]])
@@ -225,9 +227,11 @@ def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes)
             refs = "".join(" " + notes.ref("assumes " + (members[0].text(a) or "")) for a in assumptions)
             out += wrap(clean(_where(members[0], report)) + refs + ":", width, "  ", "    ")
         for g in members:
-            out += wrap(clean(g.text(g.brief) or ""), width, "  - ", "      ")
+            if g.brief:
+                out += wrap(clean(g.text(g.brief) or ""), width, "  - ", "    ")
             if g.error_text:
-                out += wrap(clean(g.text(g.error_text) or ""), width, "      framework prints: ", "        ")
+                notes.legend = "→ what the framework prints"
+                out += wrap(clean(g.text(g.error_text) or ""), width, "  → ", "    ")
     return out
 
 
@@ -320,7 +324,7 @@ def render(report: Report, verbose: bool = False, style: Style | None = None) ->
     for fam in families(groups):
         lines.append("")
         lines += family_lines(fam, report, style, notes)
-    if notes.texts:
+    if notes.texts or notes.legend:
         lines.append("")
         lines += notes.lines(style.width)
     lines += ["", *wrap(summary_line(report, len(groups)), style.width, "", "  ")]

@@ -126,20 +126,21 @@ def _short_forms(plan, rm, key: str, where: str, mismatches, ckpt_named: list[st
         return {}
     section = f"{_section(plan)}.{key}"
     stored = first.shard.stored.describe()
+    detail = first.brief or first.detail
     own = f"`{rm.name}` ({where})"
-    if stored not in first.detail:
+    if stored not in detail:
         own += f", stored {stored}"
     if len(mismatches) > 1:
         own += f" (and {len(mismatches) - 1} more checkpoint modules like it)"
-    own += f": {first.detail}"
+    own += f": {detail}"
     if ckpt_named:
-        own += (f"; checkpoint-named entr{'y' if len(ckpt_named) == 1 else 'ies'} `{ckpt_named[0]}`"
+        own += (f"; checkpoint entr{'y' if len(ckpt_named) == 1 else 'ies'} `{ckpt_named[0]}`"
                 f"{' …' if len(ckpt_named) > 1 else ''}")
     if adds != [rm.name]:
         own += f"; add {', '.join(f'`{a}`' for a in adds)}"
     scheme = d.scheme.name if d.scheme else "quantized"
     return {"family": (f"built {scheme} but stored unquantized: no `{key}` entry matches the runtime name "
-                       f"under {plan.method.match} matching (nor do the checkpoint-named entries listed)"),
+                       f"under {plan.method.match} matching, nor do the checkpoint-named entries listed"),
             "family_hint": (f"add each runtime name to `{section}`"
                             + (f" ({KEEP_NOTE})" if f"({KEEP_NOTE})" in hint else "")),
             "brief": own}

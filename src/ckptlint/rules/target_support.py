@@ -44,9 +44,12 @@ class TargetUnsupported(Rule):
         plan = ctx.plan
         if plan is None or plan.unsupported is None or ctx.checkpoint.config is None:
             return
+        hint = "pick a target that supports it (`ckptlint targets`)"
+        # the text report says the refusal once for every release that refuses the same way, then what
+        # each release prints (its own text, from its wheel)
         yield self.finding(ctx, Consequence.LOAD_ERROR, plan.unsupported, file="config.json",
-                           error_text=plan.unsupported_error,
-                           hint="pick a target that supports it (`ckptlint targets`)")
+                           error_text=plan.unsupported_error, hint=hint,
+                           family=f"config.json: {plan.unsupported}", family_hint=hint, brief="")
 
 
 class NotSimulated(Rule):

@@ -103,7 +103,8 @@ def _float_into_quantized(plan: State, rm: Building, shard: Shard, scheme) -> Mi
         text = _shape_error(plan.target.data.loading, rm, pshape, scheme.weight_dtype, w.shape, w.dtype, a, k)
         return Mismatch(shard, "unquantized-into-quantized", Consequence.LOAD_ERROR, text,
                         f"{scheme.name} allocates {scheme.weight_dtype} {_shape(pshape)} for the "
-                        f"{w.dtype} {_shape(w.shape)} weight")
+                        f"{w.dtype} {_shape(w.shape)} weight",
+                        f"{w.dtype} {_shape(w.shape)} stored, {scheme.weight_dtype} {_shape(pshape)} allocated")
     return Mismatch(shard, "unquantized-into-quantized", Consequence.SILENT_CORRUPTION, None,
                     f"the {w.dtype} weight is cast into the same-shape {scheme.weight_dtype} parameter "
                     "without error and its scales keep their placeholder values")

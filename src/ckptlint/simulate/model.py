@@ -91,6 +91,9 @@ class Mismatch(NamedTuple):
     consequence: "Consequence"
     error_text: str | None
     detail: str
+    # the same, said short where the module's stored and built forms say it all
+    # ("BF16 [64, 32] stored, U8 [64, 16] allocated"); None: ``detail`` only
+    brief: str | None = None
 
 
 class LayoutIssue(NamedTuple):

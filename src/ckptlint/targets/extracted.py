@@ -46,7 +46,7 @@ class MethodEntry(NamedTuple):
 _NO_TEXT = {"text": "<the release's refusal; its text was not found in the wheel>", "fields": {}, "args": 1}
 
 
-def _shorten(items: list[str], limit: int = 8) -> str:
+def _shorten(items: list[str], limit: int = 3) -> str:
     shown = ", ".join(repr(x) for x in items[:limit])
     return shown + (f", ... {len(items) - limit} more" if len(items) > limit else "")
 
