@@ -13,6 +13,7 @@ _FACT_WORDS = {
     "experts": "expert naming",
     "kinds": "sub-layers and their quant config",
     "rename": "name-mapper renames",
+    "quant_rename": "quant-config prefixes that differ from the attribute path",
     "absent": "blocks it does not build",
 }
 
