@@ -224,6 +224,38 @@ def test_minimax_m2_from_extracted_facts_on_both_frameworks():
     assert sorted(s["fused"] for s in _get(sg.arch, "stacked")) == ["gate_up_proj", "qkv_proj"]
 
 
+def test_quant_config_prefix_that_is_not_the_attribute_path():
+    """A sub-layer's literal prefix becomes a quant_rename rule (layer index kept); a computed prefix, or
+    branches that disagree, stay notes; sub-layers built without the quant config need no rule."""
+    from ckptlint.simulate.names import quant_name
+
+    leaves = [
+        {"path": "model.layers.{N}.block_sparse_moe.experts", "class": "FusedMoE", "quant": "passed",
+         "prefix": "model.layers.{N}.mlp.experts"},
+        {"path": "model.layers.{N}.block_sparse_moe.gate", "class": "GateLinear", "quant": "absent",
+         "prefix": "model.layers.{N}.mlp.gate"},
+        {"path": "model.layers.{N}.self_attn.qkv_proj", "class": "QKVParallelLinear", "quant": "passed"},
+        {"path": "model.eh_proj", "class": "ReplicatedLinear", "quant": "passed",
+         "prefix": "model.layers.{config.num_hidden_layers}.eh_proj"},
+        {"path": "model.layers.{N}.mlp.down_proj", "class": "RowParallelLinear", "quant": "passed",
+         "prefix": "model.layers.{N}.ffn.down_proj"},
+        {"path": "model.layers.{N}.mlp.down_proj", "class": "RowParallelLinear", "quant": "passed"},
+    ]
+    rules, notes = xc._quant_renames({"tree": {"leaves": leaves}})
+    assert len(rules) == 1
+    arch = type("A", (), {"quant_rename": [type("R", (), r) for r in rules]})
+    assert quant_name(arch, "model.layers.12.block_sparse_moe.experts") == "model.layers.12.mlp.experts"
+    assert quant_name(arch, "model.layers.12.block_sparse_moe.experts", "draft") == "model.layers.12.block_sparse_moe.experts"
+    assert quant_name(arch, "model.layers.1.self_attn.qkv_proj") == "model.layers.1.self_attn.qkv_proj"
+    assert any("model.eh_proj" in n and "cannot compute" in n for n in notes)
+    assert any("model.layers.{N}.mlp.down_proj" in n and "different quant-config prefixes" in n for n in notes)
+    # and on a real release: vLLM's MiniMax-M2 builds block_sparse_moe with the prefix `mlp` (models/minimax_m2.py)
+    em = xc.extracted_model(resolve("vllm==0.33.0")[0], "MiniMaxM2ForCausalLM")
+    assert em is not None and em.provenance["quant_rename"] == "extracted"
+    assert quant_name(em.arch, "model.layers.3.block_sparse_moe.experts") == "model.layers.3.mlp.experts"
+    assert not any("block_sparse_moe" in n for n in em.notes)
+
+
 def test_hand_data_layered_over_extracted_facts():
     """vLLM 0.28.0 writes a placeholder entry for Qwen3_5MoeForCausalLM (generic = true) with the class's
     packed mapping and stacked shards by hand: those stay hand data, the rest comes from the extraction,

@@ -13,6 +13,7 @@ _FACT_WORDS = {
     "experts": "expert naming",
     "kinds": "sub-layers and their quant config",
     "rename": "name-mapper renames",
+    "quant_rename": "quant-config prefixes that differ from the attribute path",
     "absent": "blocks it does not build",
 }
 
@@ -23,8 +24,9 @@ class ExtractedSimulation(Rule):
     Says, once per target, that the checkpoint's architecture has no hand-written entry in the target
     data and was simulated from the facts ckptlint extracted from that release's wheel for the model
     class the release registers for it: its fused shards (`packed_modules_mapping`, the stacked table
-    of `load_weights`), its expert naming, its name-mapper renames and which sub-layers it builds
-    without the quant config. It names the class, the facts used, and what was left to the generic
+    of `load_weights`), its expert naming, its name-mapper renames, which sub-layers it builds
+    without the quant config, and the quant-config prefix of a sub-layer whose prefix is not its
+    attribute path (the name the skip lists are tested against). It names the class, the facts used, and what was left to the generic
     rules (the loader's handling of names without a parameter, anything computed at run time).
 
     ## Why is this bad?

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ckptlint.matching import CompiledList, compile_list, keeps_mode
 from ckptlint.simulate.model import Decision
 from ckptlint.simulate.moe_fallback import moe_fallback
-from ckptlint.simulate.names import fmt_mtp, map_substr
+from ckptlint.simulate.names import fmt_mtp, map_substr, quant_name
 from ckptlint.simulate.skiplists import exclude_lists
 from ckptlint.simulate.state import Building, State
 
@@ -95,6 +95,15 @@ def _unstored_draft_linears(plan: State):
         yield Building(name, rm.kind, rm.loader, "draft")
 
 
+def _quant_named(rm: Building, plan: State) -> Building:
+    """``rm`` under the quant-config prefix its class builds it with (Architecture.quant_rename), the name
+    the method's lists and schemes are tested against; ``rm`` itself when that is its own name."""
+    name = quant_name(plan.arch, rm.name, rm.role)
+    if name == rm.name:
+        return rm
+    return Building(name, rm.kind, rm.loader, rm.role, rm.shards, None, rm.fused_into)
+
+
 def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantConfig,
                    excl: CompiledList, packed: dict[str, list[str]], forced: str | None,
                    skip: _Skipped | None = None) -> Decision:
@@ -112,6 +121,10 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
     fallback = moe_fallback(rm, plan, quant) if method.moe_fallback is not None else None
     if fallback is not None:
         return fallback
+    own = rm
+    rm = _quant_named(rm, plan)
+    built_as = (f" (the class builds `{own.name}` with the quant-config prefix `{rm.name}`, the name the "
+                f"{plan.exclude_key or 'skip list'} is tested against)") if rm is not own else ""
     crash = _fused_tail_crash(rm, method, excl, skip) if method.fused_tail_parts else None
     if crash is not None:
         return crash
@@ -120,7 +133,7 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
         return _shards_disagree(rm, method, error, ", ".join(error))
     if entry is not None:
         mode = skip.rules.match if skip is not None and how.startswith(_SKIPPED) else method.match
-        return Decision(False, f"excluded: entry `{entry}` matches {how} ({mode})", entry=entry)
+        return Decision(False, f"excluded: entry `{entry}` matches {how} ({mode}){built_as}", entry=entry)
     last = rm.name.rpartition(".")[2]
     shards = [rm.name.replace(last, s) for s in packed[last]] if last in packed else None
     key = plan.exclude_key or "skip-list"
@@ -131,6 +144,7 @@ def _decide_module(rm: Building, plan: State, method: MethodRules, quant: QuantC
         kept = excl.first_rule(rm.name) if keeps_mode(method.match) else None
         why = (f"`{key}` rule `{kept}` matches `{rm.name}` first and keeps it quantized ({method.match})"
                if kept is not None else f"no {key} entry matches under {method.match}")
+    why += built_as
     if plan.include is not None and rm.kind in method.include_kinds:
         where = (f"{method.include_key} (inferred from the tensor dtypes)" if plan.include_inferred
                  else method.include_key)

@@ -221,14 +221,17 @@ def _shape_error(loading, rm: Building, pshape, pdtype: str, lshape, ldtype: str
 
 def suggested_entries(plan, rm) -> list[str]:
     """Skip-list entries under which the target would exclude ``rm`` (runtime naming)."""
+    from ckptlint.simulate.names import quant_name
+
     method = plan.method
+    name = quant_name(plan.arch, rm.name, rm.role)  # the quant-config prefix the entries are tested against
     if method is None:
-        return [rm.name]
-    last = rm.name.rpartition(".")[2]
+        return [name]
+    last = name.rpartition(".")[2]
     packed = plan.packed
     if rm.kind != "moe" and last in packed and method.fused_shards and not method.direct_fused_match:
-        return [rm.name.replace(last, s) for s in packed[last]]
-    return [rm.name]
+        return [name.replace(last, s) for s in packed[last]]
+    return [name]
 
 
 # --- layout of quantized modules ---------------------------------------------------------------

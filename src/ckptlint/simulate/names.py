@@ -10,6 +10,7 @@ expert rule and shared by every target that uses the same rule.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from ckptlint.checkpoint import Checkpoint, TensorInfo
@@ -93,6 +94,21 @@ def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
         if rx.search(name):
             return rx.sub(to, name, count=rule[2] if len(rule) > 2 else 1)
     return name
+
+
+def quant_name(arch, name: str, role: str = "main") -> str:
+    """The name the quant config is asked about for the runtime module ``name``: its quant-config prefix
+    where the class builds it with one that is not its attribute path (``Architecture.quant_rename``,
+    main-model modules only), else ``name``."""
+    rules = getattr(arch, "quant_rename", None) if arch is not None else None
+    if not rules or role != "main":
+        return name
+    return renamed(name, _quant_rules(tuple((r.pattern, r.to, r.count) for r in rules)))
+
+
+@lru_cache(maxsize=256)
+def _quant_rules(rules: tuple[tuple[str, str, int], ...]) -> list[tuple[re.Pattern[str], str, int]]:
+    return [(re.compile(p), to, n) for p, to, n in rules]
 
 
 class _ByShape:

@@ -35,7 +35,7 @@ CLASSES = "classes.json"
 
 # The Architecture fields extraction can fill, in the order the finding lists them.
 FACTS = ("stacked", "packed_modules_mapping", "packed_modules_mapping_if", "experts", "expert_w13", "expert_w2",
-         "kinds", "rename", "absent")
+         "kinds", "rename", "quant_rename", "absent")
 # What stays with the generic rules whatever the class (the extractor does not model loader branches).
 GENERIC_ALWAYS = ("unexpected_param", "unexpected", "shape_kinds", "layer_prefix")
 
@@ -298,15 +298,37 @@ def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str], list[s
     return rx, missing, sorted({p.split(".{N}.", 1)[1] for p in moe})
 
 
-def _prefix_notes(facts: dict[str, Any]) -> list[str]:
-    """Quantizable sub-layers whose quant-config prefix (what the method tests its skip list against) is not
-    their attribute path (what checkpoint names follow): ckptlint tests the attribute path."""
-    out = []
+_PLACEHOLDER = re.compile(r"\{[^}]*\}")
+
+
+def _quant_renames(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Quantizable sub-layers whose quant-config prefix (what the method tests its lists against) is not
+    their attribute path (what the parameters and checkpoint names follow), as ``quant_rename`` rules from
+    the path to the prefix (``{N}``: the same layer index). A prefix with a computed part, or a path built
+    with different prefixes in different branches, is left unmodelled (a note)."""
+    seen: dict[str, set[str | None]] = {}
     for leaf in (facts.get("tree") or {}).get("leaves", []):
-        if leaf["quant"] == "passed" and "prefix" in leaf and (_LINEAR.search(leaf["class"]) or _MOE.search(leaf["class"])):
-            out.append(f"the quant config's lists are tested against `{leaf['prefix']}` for `{leaf['path']}` (the "
-                       "prefix the class passes); ckptlint tests the checkpoint name")
-    return out
+        if leaf["quant"] == "passed" and (_LINEAR.search(leaf["class"]) or _MOE.search(leaf["class"])):
+            seen.setdefault(leaf["path"], set()).add(leaf.get("prefix"))
+    rules: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for path, prefixes in sorted(seen.items()):
+        if prefixes == {None}:
+            continue
+        if len(prefixes) > 1:
+            notes.append(f"`{path}` is built with different quant-config prefixes depending on the configuration")
+            continue
+        prefix = next(iter(prefixes))
+        parts = _PLACEHOLDER.findall(path) + _PLACEHOLDER.findall(prefix)
+        if any(p != "{N}" for p in parts) or path.count("{N}") != prefix.count("{N}"):
+            notes.append(f"the quant config's lists are tested against `{prefix}` for `{path}` (a prefix ckptlint "
+                         "cannot compute); ckptlint tests the attribute path")
+            continue
+        pattern = "^" + re.escape(path).replace(r"\{N\}", r"(\d+)") + "$"
+        pieces = prefix.replace("\\", "\\\\").split("{N}")
+        to = pieces[0] + "".join(f"\\g<{i}>" + piece for i, piece in enumerate(pieces[1:], 1))
+        rules.append({"pattern": pattern, "to": to, "count": 1})
+    return rules, notes
 
 
 def _sublayer_kinds(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -400,7 +422,10 @@ def extracted_fields(facts: dict[str, Any], framework: str) -> tuple[dict[str, A
     notes += n
     if renames:
         out["rename"] = renames
-    notes += _prefix_notes(facts)
+    qrenames, n = _quant_renames(facts)
+    notes += n
+    if qrenames:
+        out["quant_rename"] = qrenames
     absent = _absent_expert_blocks(facts)
     if absent is not None:
         out["absent_experts"] = absent

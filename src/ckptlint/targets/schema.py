@@ -493,6 +493,11 @@ class Architecture(Strict):
     # The model's name mapper where it rewrites only the quant config's lists (not the module names),
     # for methods with apply_mapper; first match wins.
     skiplist_rename: list[Rename] = Field(default_factory=list)
+    # The quant-config prefix a sub-layer is built with where it is not its attribute path (vLLM 0.33
+    # MiniMax-M2 builds `block_sparse_moe` with `prefix=f"{prefix}.mlp"`): the method's skip / quantized-module
+    # lists and per-module schemes are tested against the renamed name; the parameters (and the checkpoint
+    # names they load) keep the attribute path. First match wins; main-model modules only.
+    quant_rename: list[Rename] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
     unexpected: UnexpectedNames | None = None  # ... per name class (falls back to unexpected_param)
     absent: list[AbsentModules] = Field(default_factory=list)
