@@ -362,6 +362,13 @@ def gemma3_dims(**kw: Any) -> DenseDims:
     return DenseDims(**base)
 
 
+def gemma2_dims(**kw: Any) -> DenseDims:
+    """Gemma-2 (Gemma2ForCausalLM): sandwich norms, tied embeddings (no lm_head stored), no q/k norms."""
+    base = dict(arch="Gemma2ForCausalLM", model_type="gemma2", sandwich_norms=True, tie_word_embeddings=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
 def mistral_dims(**kw: Any) -> DenseDims:
     base = dict(arch="MistralForCausalLM", model_type="mistral")
     base.update(kw)
