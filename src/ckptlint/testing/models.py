@@ -389,6 +389,16 @@ def nemotron_dims(**kw: Any) -> DenseDims:
     return DenseDims(**base)
 
 
+def phimoe_dims(**kw: Any) -> DenseDims:
+    """Phi-3.5-MoE (PhiMoEForCausalLM): every layer MoE under `block_sparse_moe` with experts `w1`/`w3`/`w2`
+    and router `block_sparse_moe.gate`; the experts' width is config.json's `intermediate_size`. Its q/k/v/o,
+    LayerNorm and lm_head biases are not modelled here (a case adds them as tensors)."""
+    base = dict(arch="PhiMoEForCausalLM", model_type="phimoe", n_experts=4, moe_block="block_sparse_moe",
+                expert_projs=("w1", "w3", "w2"), intermediate=128, moe_intermediate=128)
+    base.update(kw)
+    return DenseDims(**base)
+
+
 def qwen3_moe_dims(**kw: Any) -> DenseDims:
     base = dict(arch="Qwen3MoeForCausalLM", model_type="qwen3_moe", n_experts=4, qk_norm=True)
     base.update(kw)
