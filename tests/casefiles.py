@@ -43,7 +43,8 @@ RECIPE_KEYS = {
 DIMS_FAMILIES = {"glm5": models.MoeDims, "deepseek": models.deepseek_dims, "dense": models.DenseDims,
                  "mixtral": models.mixtral_dims, "qwen3_moe": models.qwen3_moe_dims,
                 "minimax_m2": models.minimax_m2_dims, "gemma3": models.gemma3_dims, "mistral": models.mistral_dims,
-                "phi3": models.phi3_dims, "nemotron": models.nemotron_dims}
+                "phi3": models.phi3_dims, "nemotron": models.nemotron_dims, "gemma2": models.gemma2_dims,
+                 "phimoe": models.phimoe_dims}
 CONFIG_PRESETS = {"quark_mxfp4_config": models.quark_mxfp4_config, "ct_config": models.ct_config,
                   "gptq_config": models.gptq_config, "awq_config": models.awq_config}
 MATCH_KEYS = {"code", "target", "module", "consequence", "severity", "file", "error_text", "name"}

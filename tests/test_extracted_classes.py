@@ -313,7 +313,8 @@ def test_coverage_counts_add_up():
 # --- the fixtures of real layouts, checked with every rule ------------------------------------------
 
 _AS_PUBLISHED = ["LD901/minimax-m2-fp8-as-published", "QD401/phi3-fp8-as-published", "QD402/gemma3-fp8-as-published",
-                 "QD402/mistral-fp8-as-published", "QD401/nemotron-fp8-as-published-vllm"]
+                 "QD402/mistral-fp8-as-published", "QD401/nemotron-fp8-as-published-vllm", "QD402/gemma2-fp8-as-published",
+                 "QD402/phimoe-fp8-as-published"]
 
 
 @pytest.mark.parametrize("case_id", _AS_PUBLISHED)

@@ -362,6 +362,13 @@ def gemma3_dims(**kw: Any) -> DenseDims:
     return DenseDims(**base)
 
 
+def gemma2_dims(**kw: Any) -> DenseDims:
+    """Gemma-2 (Gemma2ForCausalLM): sandwich norms, tied embeddings (no lm_head stored), no q/k norms."""
+    base = dict(arch="Gemma2ForCausalLM", model_type="gemma2", sandwich_norms=True, tie_word_embeddings=True)
+    base.update(kw)
+    return DenseDims(**base)
+
+
 def mistral_dims(**kw: Any) -> DenseDims:
     base = dict(arch="MistralForCausalLM", model_type="mistral")
     base.update(kw)
@@ -378,6 +385,16 @@ def phi3_dims(**kw: Any) -> DenseDims:
 def nemotron_dims(**kw: Any) -> DenseDims:
     """Nemotron / Minitron (NemotronForCausalLM): squared-ReLU MLP without gate_proj."""
     base = dict(arch="NemotronForCausalLM", model_type="nemotron", mlp_gate=False)
+    base.update(kw)
+    return DenseDims(**base)
+
+
+def phimoe_dims(**kw: Any) -> DenseDims:
+    """Phi-3.5-MoE (PhiMoEForCausalLM): every layer MoE under `block_sparse_moe` with experts `w1`/`w3`/`w2`
+    and router `block_sparse_moe.gate`; the experts' width is config.json's `intermediate_size`. Its q/k/v/o,
+    LayerNorm and lm_head biases are not modelled here (a case adds them as tensors)."""
+    base = dict(arch="PhiMoEForCausalLM", model_type="phimoe", n_experts=4, moe_block="block_sparse_moe",
+                expert_projs=("w1", "w3", "w2"), intermediate=128, moe_intermediate=128)
     base.update(kw)
     return DenseDims(**base)
 
