@@ -16,7 +16,11 @@ class TargetUnsupported(Rule):
     in the release's own model and quantization-method registries, extracted from its wheel: a name
     the release does not register is refused with the release's own text (for an architecture,
     assuming the installed transformers library has no class of that name for the release's
-    Transformers-backend fallback, and unless config.json's `auto_map` names remote code).
+    Transformers-backend fallback). Not when no listed architecture is registered but config.json's
+    `auto_map` names the remote-code class that fallback takes (vLLM: any key starting with
+    `AutoModel`; SGLang: the key `AutoModel` itself; extracted from each wheel): the server loads
+    that code instead of refusing, and the load is not simulated (TG603), whether or not the
+    hand-written data marks the architecture unsupported.
 
     ## Why is this bad?
     The server refuses to start ("Model architectures [...] are not supported", "Unknown
