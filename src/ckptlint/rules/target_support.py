@@ -62,14 +62,16 @@ class NotSimulated(Rule):
     Says, once per target, that ckptlint has no loading data for the checkpoint's architecture or
     quantization method on that release, so only the checks that need no simulation ran (a method the
     release registers, per the registry extracted from its wheel, that the target data does not
-    model).
+    model; an architecture the release does not register whose config.json `auto_map` names remote
+    code that the release's Transformers backend loads, which ckptlint cannot read).
 
     ## Why is this bad?
     It is not a defect of the checkpoint: it means "no verdict" for that target. A clean report
     must not be read as "this will load" there.
 
     ## Example
-    A `Qwen2ForCausalLM` checkpoint checked against a release whose data file has no entry for it.
+    A `Qwen2ForCausalLM` checkpoint checked against a release whose data file has no entry for it;
+    a `KimiK2ForCausalLM` config.json with `auto_map.AutoModel` (remote code).
 
     ## How to fix
     Nothing to fix in the checkpoint; check against a target that has data for it, or add the
