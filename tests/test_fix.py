@@ -135,3 +135,80 @@ def test_fix_refuses_an_entry_that_would_also_exclude_the_main_model(tmp_path):
     assert not fp.added and not fp.diff
     reasons = [why for f, why in fp.not_fixable if f.module == "model.layers.0.mlp.experts"]
     assert reasons and "also excludes the main model's quantized `model.layers.0.mlp.experts`" in reasons[0]
+
+
+def _modelopt_config_json(tmp_path, key: str, name: str = "ckpt"):
+    """A ModelOpt NVFP4 checkpoint in its config.json form (no hf_quant_config.json), attention BF16
+    but missing from the skip list, which is written under ``key``."""
+    import dataclasses
+
+    from ckptlint.testing.models import modelopt_nvfp4
+
+    spec = modelopt_nvfp4(deepseek_dims(num_hidden_layers=3, first_k_dense_replace=1, num_nextn_predict_layers=0),
+                          config_json=True, with_mtp=False)
+    spec = dataclasses.replace(spec, hf_quant_config=None)
+    q = spec.config["quantization_config"]
+    q[key] = [e for e in q.pop("ignore") if e != "*self_attn*"]
+    return build(tmp_path, spec, name=name)
+
+
+def _qd401_modules(path, target):
+    return {m for f in errors(run(path, target), target) if f.code == "QD401"
+            for m in (f.data.get("modules") or [f.module])}
+
+
+def test_fix_over_releases_that_read_another_skip_list_key(tmp_path, capsys):
+    # vLLM 0.11.0 reads ModelOpt's config.json skip list from `exclude_modules`, 0.24.0 from `ignore`
+    # (target data): the checkpoint has `ignore`, so no one edit serves both.
+    from helpers import cli_run
+
+    old, new = "vllm==0.11.0", "vllm==0.24.0"
+    path = _modelopt_config_json(tmp_path, "ignore")
+    (a,), (b,) = resolve(old), resolve(new)
+    assert plan_fix(str(path), a).key_path == ["quantization_config", "exclude_modules"]
+    assert plan_fix(str(path), b).key_path == ["quantization_config", "ignore"]
+    stuck = _qd401_modules(path, new)
+    assert stuck and _qd401_modules(path, old)
+    before = (path / "config.json").read_bytes()
+
+    code, out, err = cli_run(capsys, "fix", str(path), "-t", old, "-t", new, "--isolated")
+    assert code == 1
+    assert '+    "exclude_modules": [' in out and '"ignore"' not in "".join(
+        line for line in out.splitlines() if line.startswith("+"))
+    assert (path / "config.json").read_bytes() == before  # (--diff is the default: nothing written)
+    lines = [line for line in err.splitlines() if line.startswith("not fixable")]
+    assert lines and all(line.startswith(f"not fixable by config ({new}): QD401 ") for line in lines)
+    assert all(line.endswith(f"{new} reads `ignore` in config.json, {old} reads `exclude_modules` in config.json: "
+                             f"one edit cannot serve both; run `ckptlint fix -t {new}` on its own") for line in lines)
+    assert {line.split(": QD401 ")[1].split(":")[0] for line in lines} <= stuck
+    assert "loads: vllm 0.11.0; will not load: vllm 0.24.0" in err
+
+    # As advised: the edit for one release, then `fix` for the other on its own; both then load.
+    write_fix(str(path), plan_fix(str(path), a))
+    assert errors(run(path, old), old) == [] and _qd401_modules(path, new) == stuck
+    fp = plan_fix(str(path), b)
+    assert fp.key_path == ["quantization_config", "ignore"] and fp.not_fixable == []
+    write_fix(str(path), fp)
+    assert errors(run(path, old), old) == [] and errors(run(path, new), new) == []
+
+
+def test_fix_edit_that_changes_which_key_another_release_reads(tmp_path):
+    # SGLang 0.5.22 reads only `ignore`; 0.5.23 falls back to `exclude_modules` only while `ignore` is
+    # absent. With `exclude_modules` in the file, adding `ignore` (for 0.5.22) makes 0.5.23 read it too:
+    # one edit serves both, so 0.5.23's findings are not "not fixable". The other way round it does not.
+    old, new = "sglang==0.5.22", "sglang==0.5.23"
+    path = _modelopt_config_json(tmp_path, "exclude_modules")
+    (a,), (b,) = resolve(old), resolve(new)
+    assert plan_fix(str(path), b).key_path == ["quantization_config", "exclude_modules"]
+    assert _qd401_modules(path, old) and _qd401_modules(path, new)
+
+    reverse = plan_fix(str(path), [b, a])  # the `exclude_modules` edit: 0.5.22 still reads no skip list
+    assert reverse.key_path == ["quantization_config", "exclude_modules"]
+    assert reverse.not_fixable and {f.target for f, _ in reverse.not_fixable} == {old}
+    assert all("one edit cannot serve both" in why for _, why in reverse.not_fixable)
+
+    fp = plan_fix(str(path), [a, b])
+    assert fp.key_path == ["quantization_config", "ignore"]
+    assert fp.not_fixable == [] and fp.remaining == [] and fp.regressions == []
+    write_fix(str(path), fp)
+    assert errors(run(path, old), old) == [] and errors(run(path, new), new) == []

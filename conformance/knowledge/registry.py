@@ -13,6 +13,10 @@ What is read (no import of the package, no torch; every value is a literal of th
   nothing registers is ``resolve_transformers_arch``'s (``model_loader/utils.py``: the Transformers
   fallback finds no class of that name and config.json's ``auto_map`` names no ``AutoModel``); the
   registry's own ``_raise_for_unsupported`` text is kept too.
+* ``remote_code``: which ``auto_map`` key the Transformers-backend fallback takes as a remote-code
+  model class when no listed architecture is registered (vLLM ``_try_resolve_transformers``: any
+  key starting with ``AutoModel``; SGLang ``resolve_transformers_arch``: the key ``AutoModel``
+  itself, so ``AutoModelForCausalLM`` alone still ends in "Cannot find model module").
 * Quantization: vLLM's ``QuantizationMethods`` literal and ``DEPRECATED_QUANTIZATION_METHODS``
   (``layers/quantization/__init__.py``), the refusals of ``ModelConfig._verify_quantization``
   (``config/model.py``) and of ``Platform.verify_quantization`` with ROCm's ``supported_quantization``
@@ -83,6 +87,23 @@ def _role(field: str) -> str:
     if "url" in f:
         return "url"
     return "name"
+
+
+def _remote_code_key(trees: list[ast.AST]) -> dict[str, str] | None:
+    """How the release's Transformers-backend fallback finds a remote-code model class in
+    config.json's ``auto_map``: ``{"key": "AutoModel", "match": "prefix"}`` when it takes any key
+    starting with it (``name.startswith("AutoModel")``), ``"exact"`` when it tests that key alone
+    (``"AutoModel" not in auto_map``); None when the fallback tests neither."""
+    found = None
+    for tree in trees:
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "startswith"
+                    and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "AutoModel"):
+                return {"key": "AutoModel", "match": "prefix"}
+            if (isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and node.left.value == "AutoModel"
+                    and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))):
+                found = {"key": "AutoModel", "match": "exact"}
+    return found
 
 
 def _raise_text(trees: list[ast.AST], marker: str) -> dict[str, Any] | None:
@@ -196,6 +217,9 @@ def _vllm_models(root: Path) -> tuple[dict[str, Any], dict[str, Any], list[str]]
                 "out_of_tree": _raise_text(fn, "not supported in-tree")}
     extra = {"previously_supported": tables.get("_PREVIOUSLY_SUPPORTED_MODELS", {}),
              "out_of_tree": tables.get("_OOT_SUPPORTED_MODELS", {})}
+    remote = _remote_code_key(_functions(tree, "_try_resolve_transformers"))
+    if remote is not None:
+        extra["remote_code"] = remote
     return archs, {"messages": {k: v for k, v in messages.items() if v}, **extra}, \
         [str(path.relative_to(root))]
 
@@ -290,7 +314,11 @@ def _sglang_models(root: Path) -> tuple[dict[str, Any], dict[str, Any], list[str
         messages["unknown"] = messages["registry_unknown"]
     sources = ["sglang/srt/models/*.py (EntryClass)", str(reg.relative_to(root))] + (
         [str(utils.relative_to(root))] if utils.is_file() else [])
-    return archs, {"messages": {k: v for k, v in messages.items() if v}}, sources
+    extra: dict[str, Any] = {}
+    remote = _remote_code_key(fallback)
+    if remote is not None:
+        extra["remote_code"] = remote
+    return archs, {"messages": {k: v for k, v in messages.items() if v}, **extra}, sources
 
 
 _PLATFORM_FALSE = ("cpu", "xpu", "npu", "mps", "musa", "hpu", "tpu", "mlx", "out_of_tree", "amx")

@@ -61,8 +61,10 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     range, or ``-t`` given more than once) load the checkpoint, as far as a skip-list addition can.
 
     Each release's serious findings are triaged (:func:`_triage`); the releases that need entries must
-    read the same key of the same file (else the ones that differ from the first are "not fixable":
-    one edit cannot serve both); the entries they need are merged and the edit verified on every
+    read the same key of the same file (else the findings of the ones that differ from the first are
+    "not fixable": one edit cannot serve both, unless the verified edit resolves them anyway, as
+    when it adds the key such a release reads before its fallback); the entries they need are
+    merged and the edit verified on every
     release of the set: entries a release does not apply are dropped unless another release needs
     them, and a new load error on any release of the set or on ``others`` (default: the newest release
     of each framework) is a regression."""
@@ -78,6 +80,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     per = {t.id: _triage(report.findings, t, out) for t in targets}
     where: dict[str, tuple[str, str]] = {}
     method_keys: list[str] = []
+    deferred: list[tuple[Finding, str]] = []  # findings of releases that read another key or file
     for t in targets:
         plan = report.plans.get(t.id)
         if not per[t.id] or plan is None or plan.quant is None:
@@ -87,16 +90,17 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
                                    and plan.method.exclude_keys_hf_quant_config else plan.method.exclude_keys)[0]
         if where and (source, key) != next(iter(where.values())):
             first_id, (fsrc, fkey) = next(iter(where.items()))
-            out.not_fixable += [(f, f"{t.id} reads `{key}` in {source}, {first_id} reads `{fkey}` in {fsrc}: one edit "
-                                    f"cannot serve both; run `ckptlint fix -t {t.id}` on its own")
-                                for f, _ in per[t.id]]
+            # (unless the edit for the first changes what this release reads too: checked once verified)
+            deferred += [(f, f"{t.id} reads `{key}` in {source}, {first_id} reads `{fkey}` in {fsrc}: one edit "
+                             f"cannot serve both; run `ckptlint fix -t {t.id}` on its own")
+                         for f, _ in per[t.id]]
             continue
         if not where:
             method_keys = plan.method.exclude_keys
         where[t.id] = (source, key)
     suggestions = [s for tid in where for s in per[tid]]
     if not suggestions:
-        return out
+        return _flush(out, deferred)
     source, key = next(iter(where.values()))
     text = ckpt.texts.get(source)
     if text is None:
@@ -105,11 +109,11 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
         edit = _Edit(text, source, key, method_keys)
     except jsonlimits.JsonLimitError as exc:  # (the check reported it already; never edited)
         out.not_fixable += [(f, f"{source} is {exc.message}: ckptlint does not edit it") for f, _ in suggestions]
-        return out
+        return _flush(out, deferred)
     refusal = edit.refusal()
     if refusal:
         out.not_fixable += [(f, refusal) for f, _ in suggestions]
-        return out
+        return _flush(out, deferred)
     known_config = {(f.code, f.message) for f in report.findings if f.code.startswith("CF")}
     by_id = {t.id: t for t in targets}
     # Verify against the releases; findings an entry does not resolve (the release ignores the skip list
@@ -122,7 +126,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
         except EditError as exc:
             out.not_fixable += [(f, f"ckptlint cannot edit {source} minimally ({exc}); add the entries by hand")
                                 for f, _ in suggestions]
-            return out
+            return _flush(out, deferred)
         edited = copy.copy(ckpt)
         if source == "config.json":
             edited.config = doc
@@ -133,7 +137,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
         if broken:  # the frameworks would no longer read the edited config as intended
             out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
                                 for f, _ in suggestions]
-            return out
+            return _flush(out, deferred)
         remaining = [f for f in after.findings if f.target in where and f.consequence.value in SERIOUS
                      and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
         stuck_modules = {(f.target, m) for f in remaining for m in (f.data.get("modules") or [f.module])}
@@ -147,10 +151,14 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
                                        "module unquantized (it does not apply the skip list to it)"))
         suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
         if not suggestions:
-            return out
+            return _flush(out, deferred)
     from ckptlint.verdict import verdicts
 
     out.remaining = remaining
+    # A release that reads another key may still be served: the edit can change what it reads (SGLang 0.5.23's
+    # ModelOpt config.json form reads `ignore` once present, before its `exclude_modules` fallback). Its
+    # findings stay "not fixable" only where the verified edit leaves them.
+    out.not_fixable += [(f, why) for f, why in deferred if _unresolved(f, after.findings)]
     out.file, out.added, out.new_text, out.original = source, added, new_text, text.encode("utf-8")
     out.key_path = [edit.section, edit.key]
     out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
@@ -164,6 +172,18 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
         out.regressions += _regressions(before_o, after_o)
         out.rechecked = [(v.target, v.label) for v in verdicts(after_o)]
     return out
+
+
+def _flush(out: FixPlan, deferred: list[tuple[Finding, str]]) -> FixPlan:
+    out.not_fixable += deferred
+    return out
+
+
+def _unresolved(f: Finding, after: list[Finding]) -> bool:
+    """Whether a serious finding of ``f``'s code on its release still covers one of its modules."""
+    mods = set(f.data.get("modules") or [f.module])
+    return any(g.target == f.target and g.code == f.code and g.consequence.value in SERIOUS
+               and mods & set(g.data.get("modules") or [g.module]) for g in after)
 
 
 def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple[Finding, list[str]]]:

@@ -16,7 +16,11 @@ class TargetUnsupported(Rule):
     in the release's own model and quantization-method registries, extracted from its wheel: a name
     the release does not register is refused with the release's own text (for an architecture,
     assuming the installed transformers library has no class of that name for the release's
-    Transformers-backend fallback, and unless config.json's `auto_map` names remote code).
+    Transformers-backend fallback). Not when no listed architecture is registered but config.json's
+    `auto_map` names the remote-code class that fallback takes (vLLM: any key starting with
+    `AutoModel`; SGLang: the key `AutoModel` itself; extracted from each wheel): the server loads
+    that code instead of refusing, and the load is not simulated (TG603), whether or not the
+    hand-written data marks the architecture unsupported.
 
     ## Why is this bad?
     The server refuses to start ("Model architectures [...] are not supported", "Unknown
@@ -58,14 +62,16 @@ class NotSimulated(Rule):
     Says, once per target, that ckptlint has no loading data for the checkpoint's architecture or
     quantization method on that release, so only the checks that need no simulation ran (a method the
     release registers, per the registry extracted from its wheel, that the target data does not
-    model).
+    model; an architecture the release does not register whose config.json `auto_map` names remote
+    code that the release's Transformers backend loads, which ckptlint cannot read).
 
     ## Why is this bad?
     It is not a defect of the checkpoint: it means "no verdict" for that target. A clean report
     must not be read as "this will load" there.
 
     ## Example
-    A `Qwen2ForCausalLM` checkpoint checked against a release whose data file has no entry for it.
+    A `Qwen2ForCausalLM` checkpoint checked against a release whose data file has no entry for it;
+    a `KimiK2ForCausalLM` config.json with `auto_map.AutoModel` (remote code).
 
     ## How to fix
     Nothing to fix in the checkpoint; check against a target that has data for it, or add the

@@ -50,12 +50,15 @@ def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
     if arch_name is not None and (arch is None or plan.generic) and _unregistered_arch(plan, config or {}):
         return
     if arch is not None and not arch.supported:
+        k = _knowledge(target)
+        archs = [a for a in (config or {}).get("architectures") or [] if isinstance(a, str)] or [arch_name]
+        if k is not None and not any(k.registers(a) for a in archs) and _remote_code(plan, k, config or {}, archs):
+            return  # (the hand data records the refusal without auto_map; the fallback applies the same)
+        k = k if arch.error is None else None
         plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
         plan.unsupported_error = arch.error
-        k = _knowledge(target) if arch.error is None else None
         if k is not None and not k.registers(arch_name):  # the release's own text, from its wheel
-            plan.unsupported_error = k.unknown_arch_message(
-                [a for a in (config or {}).get("architectures") or [] if isinstance(a, str)] or [arch_name])
+            plan.unsupported_error = k.unknown_arch_message(archs)
         return
     if arch_name is None:
         plan.not_simulated = "config.json names no architecture (`architectures`)"
@@ -125,9 +128,8 @@ def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
     archs = [a for a in config.get("architectures") or [] if isinstance(a, str)] or [plan.arch_name]
     if any(k.registers(a) for a in archs):
         return False
-    auto_map = config.get("auto_map")
-    if isinstance(auto_map, dict) and any(isinstance(n, str) and n.startswith("AutoModel") for n in auto_map):
-        return False
+    if _remote_code(plan, k, config, archs):
+        return True
     names = ", ".join(archs)
     dropped = k.dropped(archs)
     known = next((r for r in map(registered_anywhere, archs) if r), None)
@@ -138,6 +140,22 @@ def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
                         f"{where}): the server refuses to start, unless the installed transformers library "
                         "defines that class for the release's Transformers-backend fallback")
     plan.unsupported_error = k.unknown_arch_message(archs)
+    return True
+
+
+def _remote_code(plan: State, k: Any, config: dict[str, Any], archs: list[str]) -> bool:
+    """No listed architecture is registered, but config.json's ``auto_map`` names the remote-code
+    model class the release's Transformers-backend fallback takes (the key is extracted from its
+    wheel): the server then loads that code (with ``--trust-remote-code``) instead of refusing, and
+    ckptlint has no data for a class it cannot read, so the load is not simulated
+    (``plan.not_simulated``), for the hand-data refusal and the registry one alike."""
+    key = k.remote_code_class(config)
+    if key is None:
+        return False
+    plan.not_simulated = (f"{plan.target.resolved} registers no model class for architecture {', '.join(archs)}, but "
+                          f"config.json's auto_map names {key} = {config['auto_map'][key]!r}: assumed loaded through the "
+                          "release's Transformers backend from that remote code (needs --trust-remote-code), which "
+                          "ckptlint cannot read; the load was not simulated")
     return True
 
 

@@ -100,6 +100,18 @@ class Knowledge:
                 return f"{a} moved to an out-of-tree plugin"
         return None
 
+    def remote_code_class(self, config: dict[str, Any]) -> str | None:
+        """The ``auto_map`` key of config.json that the release's Transformers-backend fallback
+        takes as a remote-code model class when no listed architecture is registered (extracted:
+        vLLM any key starting with ``AutoModel``, SGLang the key ``AutoModel`` itself), or None."""
+        rule = self._doc.get("architecture_refusals", {}).get("remote_code")
+        auto_map = config.get("auto_map")
+        if not rule or not isinstance(auto_map, dict):
+            return None
+        key, exact = rule["key"], rule.get("match") == "exact"
+        return next((n for n in auto_map if isinstance(n, str) and isinstance(auto_map[n], str)
+                     and (n == key if exact else n.startswith(key))), None)
+
     @property
     def drafts(self) -> dict[str, ArchEntry]:
         return {k: v for k, v in self.architectures.items() if v.is_draft}
