@@ -199,6 +199,78 @@ def test_facts_become_architecture_fields(toy):
     assert "mlp" in blocks and re.match(blocks_rx, "model.layers.0.mlp.experts.0.")
 
 
+_LOADER = """
+class M:
+    def load_weights(self, weights):
+        stacked_params_mapping = [("qkv_proj", "q_proj", "q")]
+        expert_params_mapping = FusedMoE.make_expert_params_mapping(ckpt_gate_proj_name="w1", ckpt_down_proj_name="w2", ckpt_up_proj_name="w3", num_experts=4)
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            for param_name, weight_name, shard_id in stacked_params_mapping:
+                if weight_name not in name:
+                    continue
+                param = params_dict[name.replace(weight_name, param_name)]
+                break
+            else:
+                for mapping in expert_params_mapping:
+                    param_name, weight_name, expert_id, shard_id = mapping
+                    if weight_name not in name:
+                        continue
+                    param = params_dict[name]
+                    break
+                else:
+%s
+                    param = params_dict[name]
+                    weight_loader(param, loaded_weight)
+"""
+
+
+def _guard(*lines: str):
+    import ast
+
+    body = "\n".join(" " * 20 + line for line in lines) if lines else " " * 20 + "pass"
+    (cls,) = ast.parse(textwrap.dedent(_LOADER % body)).body
+    return extractor._class_facts(cls).get("unexpected_other")
+
+
+def test_extractor_reads_the_other_names_guard_of_load_weights():
+    """The branch of load_weights for names no stacked or expert row matched: a membership test guards it,
+    a `.bias`-only test guards biases, PP/`is None`/name skips guard nothing; any other use of params_dict
+    (a `.get`, an `in` branch, another helper) leaves it unknown."""
+    bias = 'if name.endswith(".bias") and name not in params_dict:\n' + " " * 24 + "continue"
+    assert _guard() == {"guard": "unguarded"}
+    assert _guard(bias, "name = maybe_remap_kv_scale_name(name, params_dict)",
+                  "if name is None:\n" + " " * 24 + "continue") == {"guard": "unguarded", "bias_skipped": True}
+    assert _guard("if is_pp_missing_parameter(name, self):\n" + " " * 24 + "continue") == {"guard": "unguarded"}
+    assert _guard("if name not in params_dict:\n" + " " * 24 + "continue") == {"guard": "guarded"}
+    assert _guard("param = params_dict.get(name)") is None
+    assert _guard("name = _resolve_scale_name(name, params_dict)") is None
+    assert _guard("if name in params_dict:\n" + " " * 24 + "pass") is None
+    assert _guard('if "rotary" in name:\n' + " " * 24 + "name = name[1:]") is None
+    (auto,) = __import__("ast").parse("class A:\n    def load_weights(self, w):\n"
+                                      "        return AutoWeightsLoader(self).load_weights(w)\n").body
+    assert "unexpected_other" not in extractor._class_facts(auto)
+    fields, _ = xc.extracted_fields({"unexpected_other": {"guard": "unguarded", "bias_skipped": True}}, "sglang")
+    assert fields["unexpected_other"]["guard"] == "unguarded"
+    assert "unexpected_other" not in xc.extracted_fields({}, "sglang")[0]
+
+
+def test_unguarded_other_names_become_a_key_error_from_extracted_facts():
+    """SGLang 0.5.23 PhiMoEForCausalLM.load_weights (models/phimoe.py) indexes params_dict for other names
+    after skipping a missing `.bias` only: a KeyError for them, the generic rule for stacked and expert
+    names. vLLM 0.34.0's PhiMoE loads through AutoWeightsLoader: nothing read, the generic rule."""
+    t = resolve("sglang==0.5.23")[0]
+    em = xc.extracted_model(t, "PhiMoEForCausalLM")
+    assert em is not None and em.provenance["unexpected"] == "extracted" and "unexpected" in em.extracted
+    u = _get(em.arch, "unexpected")
+    other = _get(u, "other")
+    assert _get(other, "consequence") == "load-error" and _get(other, "error") == "KeyError: '{ckpt}'"
+    assert _get(u, "stacked") is None and _get(u, "expert") is None
+    assert list(_get(u, "ignored_suffixes")) == [".bias"] and list(_get(u, "ignored_classes")) == ["other"]
+    vl = xc.extracted_model(resolve("vllm==0.34.0")[0], "PhiMoEForCausalLM")
+    assert vl is not None and vl.provenance["unexpected"] == "generic" and _get(vl.arch, "unexpected") is None
+
+
 # --- the simulation from extracted facts, layered --------------------------------------------------
 
 def _get(arch, name):

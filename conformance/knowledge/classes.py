@@ -13,6 +13,9 @@
   ``ckpt_names``), as ``{"gate": .., "down": .., "up": ..}``;
 * ``mappers``: ``WeightsMapper`` rules of ``hf_to_vllm_mapper`` / ``hf_to_sglang_mapper`` class attributes
   (``orig_to_new_prefix/suffix/substr/stacked``; a value that is not a literal is recorded as ``"<dynamic>"``);
+* ``unexpected_other``: whether ``load_weights`` indexes ``params_dict[name]`` for a name no stacked or
+  expert row matched without a membership test (``{"guard": "unguarded"}``, ``"bias_skipped"`` when only
+  ``.bias`` names are skipped) or with one (``"guarded"``); absent when the loader's shape is not recognised;
 * ``children``: the sub-modules ``__init__`` builds (attribute, class called, the name its ``prefix`` argument
   gives it, and whether the quant config is passed, passed as ``None`` or not passed at all);
 * for classes that load weights (``load_weights``) or are draft models: ``tree``, the resolved module tree below
@@ -235,7 +238,91 @@ def _class_facts(cls: ast.ClassDef) -> dict[str, Any]:
         facts["load_weights"] = True
         _loader_facts([lw] + [m for n, m in methods.items() if n.startswith("_load") or "weight" in n and n != "load_weights"],
                       facts)
+        guard = _other_names_guard(lw)
+        if guard is not None:
+            facts["unexpected_other"] = guard
     return facts
+
+
+# --- what load_weights does with an other name it has no parameter for -----------------------------
+
+def _is_mapping_loop(st: ast.stmt, word: str) -> bool:
+    return isinstance(st, ast.For) and word in _text(st.iter)
+
+
+def _final_else(lw: ast.FunctionDef) -> list[ast.stmt] | None:
+    """The branch of ``load_weights``' loop over the checkpoint names that handles the names no stacked
+    (and no expert) mapping row matched: ``for row in stacked_params_mapping: ... else:`` [``for row in
+    expert_params_mapping: ... else:``] *body*. None when the loader has no such shape."""
+    for node in ast.walk(lw):
+        if not (isinstance(node, ast.For) and isinstance(node.target, ast.Tuple)):
+            continue
+        for i, st in enumerate(node.body):
+            if _is_mapping_loop(st, "stacked_params_mapping") and st.orelse:
+                body = st.orelse
+                if len(body) == 1 and _is_mapping_loop(body[0], "expert") and body[0].orelse:
+                    body = body[0].orelse
+                elif any(_is_mapping_loop(b, "expert") for b in body):
+                    return None  # an expert loop followed by more statements: not the common shape
+                return body
+    return None
+
+
+def _is_continue_if(st: ast.stmt) -> bool:
+    return isinstance(st, ast.If) and not st.orelse and len(st.body) == 1 and isinstance(st.body[0], ast.Continue)
+
+
+def _not_in_params(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.NotIn)
+            and _text(test.left) == "name" and _text(test.comparators[0]) == "params_dict")
+
+
+def _bias_only(test: ast.expr) -> bool:
+    """``name.endswith(".bias") and name not in params_dict``."""
+    return (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) and len(test.values) == 2
+            and _text(test.values[0]) == "name.endswith('.bias')" and _not_in_params(test.values[1]))
+
+
+_REMAP_CALLS = ("maybe_remap_kv_scale_name",)  # returns the name unchanged unless it is a KV-cache scale
+
+
+def _other_names_guard(lw: ast.FunctionDef) -> dict[str, Any] | None:
+    """Whether ``load_weights`` indexes ``params_dict[name]`` for an other (non-stacked, non-expert) name
+    without testing membership first: ``{"guard": "unguarded"}`` (``.bias`` names skipped when
+    ``bias_skipped``) or ``{"guard": "guarded"}``; None (unknown) for any shape not recognised.
+
+    Read conservatively, statement by statement, in the branch the name reaches when no mapping row
+    matched: ``if name not in params_dict: continue`` guards; ``if name.endswith(".bias") and name not in
+    params_dict: continue`` guards biases only; ``if is_pp_missing_parameter(name, self): continue`` and
+    other ``if <test without params_dict>: continue`` skips guard nothing in general; ``name =
+    maybe_remap_kv_scale_name(name, params_dict)`` (+ ``if name is None: continue``) leaves other names
+    unchanged; a plain ``param = params_dict[name]`` reached after those is unguarded. Anything else that
+    reads ``params_dict`` (a lookup with a default, another helper, a try) makes it unknown."""
+    body = _final_else(lw)
+    if body is None:
+        return None
+    bias = False
+    for st in body:
+        txt = _text(st)
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and _text(st.targets[0]) == "param" \
+                and _text(st.value) == "params_dict[name]":
+            return {"guard": "unguarded", **({"bias_skipped": True} if bias else {})}
+        if "params_dict" not in txt:
+            if isinstance(st, (ast.Try, ast.With)) or (isinstance(st, ast.If) and not _is_continue_if(st)):
+                return None  # a branch we do not follow
+            continue
+        if _is_continue_if(st):
+            if _not_in_params(st.test):
+                return {"guard": "guarded"}
+            if _bias_only(st.test):
+                bias = True
+                continue
+            return None
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and _text(st.targets[0]) == "name" \
+                and isinstance(st.value, ast.Call) and _text(st.value.func) in _REMAP_CALLS:
+            continue
+        return None
+    return None
 
 
 def _mapping_value(value: ast.expr) -> Any:
@@ -769,6 +856,9 @@ def extract_classes(framework: str, version: str, source_dir: str | os.PathLike[
             owner, _ = rel.inherited(key, "load_weights")
             if owner is not None and owner != key:
                 out["load_weights_from"] = owner
+                guard = rel.facts[owner].get("unexpected_other")
+                if guard is not None:
+                    out["unexpected_other"] = guard  # (the loader that runs is the base class's)
         if is_draft:
             served = by_target.get(cname)
             d: dict[str, Any] = {}

@@ -15,6 +15,7 @@ _FACT_WORDS = {
     "rename": "name-mapper renames",
     "quant_rename": "quant-config prefixes that differ from the attribute path",
     "absent": "blocks it does not build",
+    "unexpected": "what load_weights does with other names it has no parameter for",
 }
 
 
@@ -26,21 +27,26 @@ class ExtractedSimulation(Rule):
     class the release registers for it: its fused shards (`packed_modules_mapping`, the stacked table
     of `load_weights`), its expert naming, its name-mapper renames, which sub-layers it builds
     without the quant config, and the quant-config prefix of a sub-layer whose prefix is not its
-    attribute path (the name the skip lists are tested against). It names the class, the facts used, and what was left to the generic
-    rules (the loader's handling of names without a parameter, anything computed at run time).
+    attribute path (the name the skip lists are tested against), and, where its `load_weights` has the
+    common loop shape, whether a name no stacked or expert row matched is indexed into `params_dict`
+    without a membership test (a KeyError at load) or skipped. It names the class, the facts used, and
+    what was left to the generic rules (the loader's handling of names without a parameter where that
+    was not read, and always of fused-shard and expert names; anything computed at run time).
 
     ## Why is this bad?
     It is not a defect: it tells how much the verdict rests on. Extracted facts are the release's own
     declarations, read from its source, so fusions, expert names and unquantized sub-layers are exact;
-    what a loader does with an unexpected tensor, and anything the class computes at run time, still
-    follows the generic rules, so a clean result there is weaker evidence than for a hand-modelled
-    architecture.
+    what a loader does with an unexpected tensor is read only for the common shape of its other-names
+    branch, and anything the class computes at run time still follows the generic rules, so a clean
+    result there is weaker evidence than for a hand-modelled architecture.
 
     ## Example
     A `MiniMaxM2ForCausalLM` FP8 checkpoint checked against `sglang==0.5.23`: simulated from
     `sglang.srt.models.minimax_m2:MiniMaxM2ForCausalLM` (q/k/v and gate/up fusions, experts
     `block_sparse_moe.experts.N.w1/w3/w2`, `block_sparse_moe.gate` and `lm_head` built without the
-    quant config).
+    quant config). A `PhiMoEForCausalLM` FP8 checkpoint on `sglang==0.5.23`: its `load_weights` indexes
+    other names unguarded, so a router stored FP8 (a `weight_scale_inv` the unquantized router has no
+    parameter for) is a KeyError at load, not the generic "warn and skip".
 
     ## How to fix
     Nothing to fix in the checkpoint. To model the loader's strictness too, add a hand-written entry
@@ -60,7 +66,9 @@ class ExtractedSimulation(Rule):
         msg = (f"{plan.target.resolved} data has no hand-written entry for {plan.arch_name}: simulated from the "
                f"facts extracted from the release's class {plan.extracted} ("
                + (", ".join(used) if used else "no loading facts") + "); generic rules for the rest "
-               "(what the loader does with names without a parameter, norms and embeddings)")
+               + ("(what the loader does with fused-shard and expert names without a parameter, norms and embeddings)"
+                  if "unexpected" in plan.extracted_facts else
+                  "(what the loader does with names without a parameter, norms and embeddings)"))
         if plan.hand_facts:
             msg += "; hand-written data on top: " + ", ".join(plan.hand_facts)
         if plan.extracted_notes:

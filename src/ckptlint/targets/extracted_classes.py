@@ -35,9 +35,10 @@ CLASSES = "classes.json"
 
 # The Architecture fields extraction can fill, in the order the finding lists them.
 FACTS = ("stacked", "packed_modules_mapping", "packed_modules_mapping_if", "experts", "expert_w13", "expert_w2",
-         "kinds", "rename", "quant_rename", "absent")
-# What stays with the generic rules whatever the class (the extractor does not model loader branches).
-GENERIC_ALWAYS = ("unexpected_param", "unexpected", "shape_kinds", "layer_prefix")
+         "kinds", "rename", "quant_rename", "absent", "unexpected")
+# What stays with the generic rules whatever the class (the extractor does not model loader branches,
+# except what load_weights does with an other name it has no parameter for: ``unexpected``, when read).
+GENERIC_ALWAYS = ("unexpected_param", "shape_kinds", "layer_prefix")
 
 _SHARD_RANK = {"q": 0, "k": 1, "v": 2}
 _MOE = re.compile(r"MoE|Moe|Experts|get_moe_impl_class\(\)")
@@ -429,7 +430,31 @@ def extracted_fields(facts: dict[str, Any], framework: str) -> tuple[dict[str, A
     absent = _absent_expert_blocks(facts)
     if absent is not None:
         out["absent_experts"] = absent
+    guard = facts.get("unexpected_other")
+    if isinstance(guard, dict) and guard.get("guard") in ("unguarded", "guarded"):
+        out["unexpected_other"] = guard  # (unknown: the generic rule, which TG605 names)
     return out, notes
+
+
+def _unexpected_rule(guard: dict[str, Any], key: str) -> dict[str, Any]:
+    """``Architecture.unexpected`` for the other-names branch the extractor read (stacked and expert names
+    keep the generic outcome): ``params_dict[name]`` without a membership test raises Python's KeyError
+    with the checkpoint name (``.bias`` names skipped first where the loader tests them); a membership test
+    skips the name silently."""
+    cls = key.rpartition(":")[2]
+    if guard["guard"] == "unguarded":
+        bias = bool(guard.get("bias_skipped"))
+        note = (f"{cls}.load_weights indexes params_dict with a name no stacked or expert row matched without "
+                "testing membership first" + (" (only a missing `.bias` is skipped)" if bias else "")
+                + " (extracted from the release's class)")
+        rule: dict[str, Any] = {"other": {"consequence": "load-error", "error": "KeyError: '{ckpt}'", "note": note}}
+        if bias:
+            rule["ignored_suffixes"] = [".bias"]
+            rule["ignored_classes"] = ["other"]
+        return rule
+    note = (f"{cls}.load_weights skips a name no stacked or expert row matched when it has no parameter, "
+            "without a warning (extracted from the release's class)")
+    return {"other": {"consequence": "silent-corruption", "error": None, "note": note}}
 
 
 # --- layering -------------------------------------------------------------------------------------
@@ -481,6 +506,15 @@ def extracted_model(target: Any, arch_name: str) -> ExtractedModel | None:
     absent = fields.pop("absent_experts", None)
     if absent is not None:
         fields["absent"] = [_absent_rule(target, generic, absent, key)]
+    guard = fields.pop("unexpected_other", None)
+    if guard is not None:
+        if getattr(generic, "unexpected", None) is None:
+            from ckptlint.targets.schema import UnexpectedNames
+
+            # (every field written out: compiled data wraps the record as it is)
+            fields["unexpected"] = UnexpectedNames.model_validate(_unexpected_rule(guard, key)).model_dump()
+        else:  # (the generic rule has name classes of its own: not layered, said so)
+            notes.append("what load_weights does with a name it has no parameter for (the generic rule has its own)")
     merged = _plain(generic)
     provenance = {k: "generic" for k in merged if k not in ("like", "supported", "generic", "error")}
     for k, v in fields.items():
