@@ -20,6 +20,7 @@ from conformance.knowledge import EXTRACTORS, classes as extractor  # noqa: E402
 from conformance.knowledge.common import content_digest, extractor_version  # noqa: E402
 
 from ckptlint.targets import known_versions, resolve  # noqa: E402
+from ckptlint.targets import class_facts as cf  # noqa: E402
 from ckptlint.targets import extracted_classes as xc  # noqa: E402
 
 EXTRACTED = REPO / "src" / "ckptlint" / "targets" / "extracted"
@@ -176,7 +177,7 @@ def test_extractor_drafts(toy):
 
 
 def test_facts_become_architecture_fields(toy):
-    fields, notes = xc.extracted_fields(toy["classes"]["sglang.srt.models.toy:ToyForCausalLM"], "sglang")
+    fields, notes = cf.extracted_fields(toy["classes"]["sglang.srt.models.toy:ToyForCausalLM"], "sglang")
     assert fields["stacked"] == [{"fused": "qkv_proj", "shards": ["q_proj", "k_proj", "v_proj"], "requires_config": None}]
     assert fields["packed_modules_mapping_if"] == [{"key": "q_lora_rank", "mapping": {"fused_qa": ["q_a_proj", "kv_a_proj"]}}]
     assert fields["expert_w13"] == ["w1", "w3"] and fields["expert_w2"] == ["w2"]
@@ -192,8 +193,8 @@ def test_facts_become_architecture_fields(toy):
     assert fields["rename"] == [{"pattern": r"^transformer\.", "to": "model.", "count": 1}]
     # a sub-layer of the decoder layers is named by its tail (the draft's layers are named alike); one of
     # another list (a vision tower's blocks) by its whole path, so that it names nothing in the decoder
-    assert xc._tail("model.layers.{N}.mlp.gate") == (r"\.mlp\.gate$", True)
-    assert xc._tail("vision.blocks.{N}.mlp.w1")[0] == r"^vision\.blocks\.\d+\.mlp\.w1$"
+    assert cf._tail("model.layers.{N}.mlp.gate") == (r"\.mlp\.gate$", True)
+    assert cf._tail("vision.blocks.{N}.mlp.w1")[0] == r"^vision\.blocks\.\d+\.mlp\.w1$"
     blocks_rx, blocks, own = fields["absent_experts"]
     assert own == ["moe_block.experts"]
     assert "mlp" in blocks and re.match(blocks_rx, "model.layers.0.mlp.experts.0.")
@@ -250,9 +251,9 @@ def test_extractor_reads_the_other_names_guard_of_load_weights():
     (auto,) = __import__("ast").parse("class A:\n    def load_weights(self, w):\n"
                                       "        return AutoWeightsLoader(self).load_weights(w)\n").body
     assert "unexpected_other" not in extractor._class_facts(auto)
-    fields, _ = xc.extracted_fields({"unexpected_other": {"guard": "unguarded", "bias_skipped": True}}, "sglang")
+    fields, _ = cf.extracted_fields({"unexpected_other": {"guard": "unguarded", "bias_skipped": True}}, "sglang")
     assert fields["unexpected_other"]["guard"] == "unguarded"
-    assert "unexpected_other" not in xc.extracted_fields({}, "sglang")[0]
+    assert "unexpected_other" not in cf.extracted_fields({}, "sglang")[0]
 
 
 def test_unguarded_other_names_become_a_key_error_from_extracted_facts():
@@ -313,7 +314,7 @@ def test_quant_config_prefix_that_is_not_the_attribute_path():
          "prefix": "model.layers.{N}.ffn.down_proj"},
         {"path": "model.layers.{N}.mlp.down_proj", "class": "RowParallelLinear", "quant": "passed"},
     ]
-    rules, notes = xc._quant_renames({"tree": {"leaves": leaves}})
+    rules, notes = cf._quant_renames({"tree": {"leaves": leaves}})
     assert len(rules) == 1
     arch = type("A", (), {"quant_rename": [type("R", (), r) for r in rules]})
     assert quant_name(arch, "model.layers.12.block_sparse_moe.experts") == "model.layers.12.mlp.experts"
