@@ -115,3 +115,32 @@ def release_ranges(ids: Sequence[str], targets: Sequence["Target"]) -> str:
         parts.append(span if fw == last_fw else f"{fw} {span}")
         last_fw = fw
     return ", ".join(parts)
+
+
+@dataclass
+class FamilySplit:
+    """Entries of one rule that share their explanation (``Finding.family``), split by release set:
+    ``targets`` every release any of them applies to and ``subsets`` (releases, assumptions, entries),
+    both in check order; ``one`` when a single release set and assumptions cover them all."""
+
+    targets: list[str]
+    subsets: list[tuple[tuple[str, ...], tuple[str, ...], list[Group]]]
+
+    @property
+    def one(self) -> bool:
+        return len(self.subsets) == 1
+
+
+def split_family(fam: Sequence[Group], order: Sequence[str]) -> FamilySplit:
+    pos = {t: i for i, t in enumerate(order)}
+
+    def ranked(ts) -> list[str]:
+        return sorted(ts, key=lambda t: pos.get(t, len(pos)))
+
+    subsets: dict[tuple, list[Group]] = {}
+    for g in fam:
+        subsets.setdefault((tuple(ranked(g.targets)), g.assumptions), []).append(g)
+    rows = sorted(subsets.items(), key=lambda kv: [pos.get(t, len(pos)) for t in kv[0][0]])
+    return FamilySplit(ranked({t for g in fam for t in g.targets}),
+                       [(targets, assumptions, members) for (targets, assumptions), members in rows])
+

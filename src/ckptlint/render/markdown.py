@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 
 from ckptlint.engine import Report
-from ckptlint.render.grouping import Group, group_findings, release_ranges, sort_groups
+from ckptlint.render.grouping import Group, group_findings, release_ranges, sort_groups, split_family
 from ckptlint.render.safe import clean
+from ckptlint.render.text import Notes, _family_key, _with_note, families
 from ckptlint.verdict import CONSEQUENCES, verdicts
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>#|~&])")  # links need [ ], images ![ ], HTML < >, entities &
@@ -93,13 +94,8 @@ def _refs(assumptions, g: Group, notes) -> str:
 def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
     """Findings of one rule that share their explanation and fix (``Finding.family``): both once,
     then the members by release set, one bullet each with what the framework prints."""
-    order = {t.id: i for i, t in enumerate(report.targets)}
-    subsets: dict[tuple, list[Group]] = {}
-    for g in fam:
-        key = tuple(sorted(g.targets, key=lambda t: order.get(t, len(order))))
-        subsets.setdefault((key, g.assumptions), []).append(g)
-    every = sorted({t for g in fam for t in g.targets}, key=lambda t: order.get(t, len(order)))
-    one = len(subsets) == 1
+    split = split_family(fam, [t.id for t in report.targets])
+    every, one = split.targets, split.one
     f = fam[0].finding
     refs = _refs(fam[0].assumptions, fam[0], notes) if one else ""
     out = [f"- **{f.severity.value} `{f.code}` {f.name}** · {f.consequence.value} · "
@@ -108,8 +104,7 @@ def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
     if f.family_hint:
         out[-1] += "  "
         out.append(f"  Fix: {inline(_with_note(f.family_hint, f.hint_note, notes))}")
-    for (targets, assumptions), members in sorted(subsets.items(),
-                                                   key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]]):
+    for targets, assumptions, members in split.subsets:
         indent = "  "
         if not one:
             out.append(f"  - {escape(release_ranges(list(targets), report.targets))}"
@@ -122,12 +117,6 @@ def _shared_family(fam: list[Group], report: Report, notes) -> list[str]:
                 out[-1] += "  "
                 out.append(f"{indent}  Framework prints: {_code(clean(g.text(g.error_text) or ''))}")
     return out
-
-
-def _with_note(text: str, note, notes) -> str:
-    from ckptlint.render.text import _with_note as replace
-
-    return replace(text, note, notes)
 
 
 def section(report: Report, level: int = 2) -> list[str]:
@@ -144,8 +133,6 @@ def section(report: Report, level: int = 2) -> list[str]:
     lines += matrix(report)
     groups = sort_groups(group_findings(report.findings), [t.id for t in report.targets])
     if groups:
-        from ckptlint.render.text import Notes, _family_key, families
-
         notes = Notes()
         lines += ["", f"{h}# Findings", ""]
         for fam in families(groups):

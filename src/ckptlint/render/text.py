@@ -19,7 +19,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ckptlint.engine import Report
-from ckptlint.render.grouping import Group, group_findings, release_ranges, sort_groups
+from ckptlint.render.grouping import Group, group_findings, release_ranges, sort_groups, split_family
 from ckptlint.render.safe import clean, defuse_commands
 from ckptlint.verdict import CONSEQUENCES, verdicts
 
@@ -206,14 +206,9 @@ def _with_note(text: str, note: str | None, notes: Notes) -> str:
 def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes) -> list[str]:
     """A family whose members share their explanation and fix: both once, then the members by
     release set (with that set's assumptions), one bullet each, with what the framework prints."""
-    order = {t.id: i for i, t in enumerate(report.targets)}
-    subsets: dict[tuple, list[Group]] = {}
-    for g in fam:
-        subsets.setdefault((tuple(sorted(g.targets, key=lambda t: order.get(t, len(order)))), g.assumptions),
-                           []).append(g)
-    every = sorted({t for g in fam for t in g.targets}, key=lambda t: order.get(t, len(order)))
-    one = len(subsets) == 1  # one release set and assumptions: said in the head line, no sub-heads
-    union = Group(fam[0].finding, every, assumptions=fam[0].assumptions if one else ())
+    split = split_family(fam, [t.id for t in report.targets])
+    one = split.one  # one release set and assumptions: said in the head line, no sub-heads
+    union = Group(fam[0].finding, split.targets, assumptions=fam[0].assumptions if one else ())
     out = _head(union, report, style, notes, len(fam))
     f = fam[0].finding
     width = style.width
@@ -221,8 +216,7 @@ def _shared_family(fam: list[Group], report: Report, style: Style, notes: Notes)
     out += wrap(clean(explain), width, "  ", "    ")
     if f.family_hint:
         out += wrap(clean(_with_note(f.family_hint, f.hint_note, notes)), width, "  fix: ", "    ")
-    ranked = sorted(subsets.items(), key=lambda kv: [order.get(t, len(order)) for t in kv[0][0]])
-    for (targets, assumptions), members in ranked:
+    for targets, assumptions, members in split.subsets:
         if not one:
             refs = "".join(" " + notes.ref("assumes " + (members[0].text(a) or "")) for a in assumptions)
             out += wrap(clean(_where(members[0], report)) + refs + ":", width, "  ", "    ")
