@@ -124,12 +124,14 @@ def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration 
     from ckptlint.jsonlimits import MAX_INT_DIGITS
 
     text = decode_text(read_capped(path, cap, what), str(path), what)
-    # tomllib converts integers with int(): a longer run of digits is refused before it is converted
-    # (anywhere, strings and comments included: no setting needs one)
-    m = re.search(r"\d{%d}\d*" % (MAX_INT_DIGITS + 1), text)
+    # tomllib converts integers with int(): a longer run of digits (TOML lets `_` separate them) is
+    # refused before it is converted (anywhere, strings and comments included: no setting needs one).
+    # Each run is tried once, from its first digit (the look-behind): linear in the text.
+    m = re.search(r"(?<![0-9_])[0-9](?:_?[0-9]){%d}(?:_?[0-9])*" % MAX_INT_DIGITS, text)
     if m is not None:
         line = text.count("\n", 0, m.start()) + 1
-        raise UnusableFile(f"{path}: invalid TOML: a run of {len(m.group()):,} digits at line {line} (more than "
+        digits = len(m.group().replace("_", ""))
+        raise UnusableFile(f"{path}: invalid TOML: a run of {digits:,} digits at line {line} (more than "
                            f"{MAX_INT_DIGITS:,}, Python's limit for an integer)")
     try:
         return tomllib.loads(text)

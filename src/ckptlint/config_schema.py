@@ -15,6 +15,11 @@ def _kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
+
+# The largest tensor/expert-parallel size taken (a deployment has at most thousands of GPUs; a bound
+# keeps every size computed from it an ordinary number).
+MAX_PARALLEL = 1 << 16
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, alias_generator=_kebab, populate_by_name=False,
                               frozen=True)
@@ -42,7 +47,7 @@ class Config(_Strict):
     no_verdict: Optional[Literal["fail", "pass"]] = None
     speculative: Optional[bool] = None
     platform: Optional[Literal["cuda", "rocm"]] = None
-    tp: Optional[int] = Field(default=None, ge=1)
+    tp: Optional[int] = Field(default=None, ge=1, le=MAX_PARALLEL)
     per_tensor_ignores: list[IgnoreEntry] = Field(default_factory=list)
     per_module_ignores: list[IgnoreEntry] = Field(default_factory=list)
 

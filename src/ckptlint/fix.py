@@ -140,13 +140,12 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
             return _flush(out, deferred)
         remaining = [f for f in after.findings if f.target in where and f.consequence.value in SERIOUS
                      and f.code == "QD401" and f.data.get("direction") == "unquantized-into-quantized"]
-        stuck_modules = {(f.target, m) for f in remaining for m in (f.data.get("modules") or [f.module])}
-        stuck = [(f, e) for f, e in suggestions
-                 if any((f.target, m) in stuck_modules for m in (f.data.get("modules") or [f.module]))]
+        stuck_modules = {(f.target, m) for f in remaining for m in _modules(f)}
+        stuck = [(f, e) for f, e in suggestions if any((f.target, m) in stuck_modules for m in _modules(f))]
         if not stuck:
             break
         for f, _ in stuck:
-            t = by_id[f.target] if f.target in by_id else None
+            t = by_id.get(f.target)
             out.not_fixable.append((f, f"no `{edit.key}` entry makes {t.resolved if t else f.target} build this "
                                        "module unquantized (it does not apply the skip list to it)"))
         suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
@@ -158,7 +157,8 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     # A release that reads another key may still be served: the edit can change what it reads (SGLang 0.5.23's
     # ModelOpt config.json form reads `ignore` once present, before its `exclude_modules` fallback). Its
     # findings stay "not fixable" only where the verified edit leaves them.
-    out.not_fixable += [(f, why) for f, why in deferred if _unresolved(f, after.findings)]
+    still = _serious_modules(after.findings)
+    out.not_fixable += [(f, why) for f, why in deferred if any((f.target, f.code, m) in still for m in _modules(f))]
     out.file, out.added, out.new_text, out.original = source, added, new_text, text.encode("utf-8")
     out.key_path = [edit.section, edit.key]
     out.diff = "".join(difflib.unified_diff(text.splitlines(True), new_text.splitlines(True),
@@ -179,11 +179,14 @@ def _flush(out: FixPlan, deferred: list[tuple[Finding, str]]) -> FixPlan:
     return out
 
 
-def _unresolved(f: Finding, after: list[Finding]) -> bool:
-    """Whether a serious finding of ``f``'s code on its release still covers one of its modules."""
-    mods = set(f.data.get("modules") or [f.module])
-    return any(g.target == f.target and g.code == f.code and g.consequence.value in SERIOUS
-               and mods & set(g.data.get("modules") or [g.module]) for g in after)
+def _modules(f: Finding) -> list:
+    """The modules a finding covers (an aggregated one lists them in its data)."""
+    return f.data.get("modules") or [f.module]
+
+
+def _serious_modules(findings: list[Finding]) -> set[tuple]:
+    """(release, code, module) of every serious finding: one index, looked up per deferred finding."""
+    return {(g.target, g.code, m) for g in findings if g.consequence.value in SERIOUS for m in _modules(g)}
 
 
 def _triage(findings: list[Finding], target: Target, out: FixPlan) -> list[tuple[Finding, list[str]]]:

@@ -256,10 +256,10 @@ _SHARED: list[tuple[str, Any]] = [
         "only with it on; --no-speculative checks the serving setup without speculative decoding.")]),
     ("platform", Annotated[Optional[Platform], Option(
         "--platform", help="cuda or rocm (default: the quant format's native platform).")]),
-    ("tp", Annotated[Optional[int], Option("--tp", min=1, help="Tensor-parallel size (default 1).")]),
+    ("tp", Annotated[Optional[int], Option("--tp", min=1, max=65536, help="Tensor-parallel size (default 1).")]),
     ("gpu", Annotated[Optional[str], Option(
         "--gpu", help="GPU to assume (`ckptlint gpus`; default: the format's native GPU).")]),
-    ("ep", Annotated[Optional[int], Option("--ep", min=1, help="Expert-parallel size (divides --tp; default 1).")]),
+    ("ep", Annotated[Optional[int], Option("--ep", min=1, max=65536, help="Expert-parallel size (divides --tp; default 1).")]),
     ("dp_attention", Annotated[bool, Option(
         "--dp-attention", help="Data-parallel attention: attention projections whole on every rank.")]),
     ("disable_shared_experts_fusion", Annotated[bool, Option(

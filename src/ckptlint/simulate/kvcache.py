@@ -19,6 +19,7 @@ The result (``KvCachePlan``) is read by the SC506/SC507 rules and shown by ``ckp
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,22 +107,21 @@ def declared(decls, raw: Any) -> str | None:
     return None
 
 
-_FORMS: dict[int, list[tuple[str, re.Pattern]]] = {}
+@lru_cache(maxsize=64)
+def _compiled_forms(forms: tuple[tuple[str, str], ...]) -> list[tuple[str, re.Pattern]]:
+    return [(name, re.compile(rx)) for name, rx in forms]
 
 
 def _forms(kvl) -> list[tuple[str, re.Pattern]]:
-    key = id(kvl)
-    got = _FORMS.get(key)
-    if got is None:
-        got = _FORMS[key] = [(name, re.compile(rx)) for name, rx in kvl.forms.items()]
-    return got
+    """The stored KV-scale forms of the target data, compiled once per distinct set of forms."""
+    return _compiled_forms(tuple(kvl.forms.items()))
 
 
 def _layer_of(name: str, prefix: str) -> int | None:
     if not name.startswith(prefix):
         return None
     head = name[len(prefix):].partition(".")[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isdecimal() and head.isascii() else None
 
 
 def _role(plan: "State", name: str) -> str | None:
@@ -129,8 +129,8 @@ def _role(plan: "State", name: str) -> str | None:
     draft = plan.arch.draft
     if draft is None or not plan.mtp_layers:
         return "main"
-    if draft.prefix:
-        in_mtp = name.startswith(draft.prefix)
+    if draft.prefix:  # (as the name placement does: under the prefix, or naming its word anywhere)
+        in_mtp = name.startswith(draft.prefix) or bool(draft.keep_substring and draft.keep_substring in name)
     else:
         in_mtp = _layer_of(name, plan.arch.layer_prefix) in plan.mtp_layers
     if not in_mtp:

@@ -88,10 +88,12 @@ def _knowledge(target: Any) -> Any:
 def _platform(plan: State) -> str:
     from ckptlint.deployment import default_hardware
 
-    d = plan.deployment
+    d, quant = plan.deployment, plan.quant
     if d.platform is not None:
         return d.platform
-    return default_hardware(plan.quant.method if plan.quant else None, None, None, d.gpu)[1]
+    # (the same assumption as the deployment the plan states: the scheme picks the native GPU, Quark MXFP4 -> MI355X)
+    scheme = quant.default_scheme.name if quant and quant.default_scheme else None
+    return default_hardware(quant.method if quant else None, scheme, None, d.gpu)[1]
 
 
 def _unregistered_method(plan: State, quant: QuantConfig, what: str | None) -> bool:

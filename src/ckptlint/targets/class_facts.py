@@ -180,8 +180,9 @@ def _absent_expert_blocks(facts: dict[str, Any]) -> tuple[str, list[str], list[s
              if leaf["path"].startswith(layer + ".{N}.")}
     # (a block the name mapper renames into one the class builds is not missing: MiniMax-M3 maps
     # `.block_sparse_moe.` to `.mlp.`)
-    mapped = " ".join(str(src) for m in _mappers(facts) for kind, table in m.items() if isinstance(table, dict)
-                      for src in table)
+    # (whole name components: `block_sparse_moe` in a mapper does not make `moe` a renamed block)
+    mapped = {part for m in _mappers(facts) for kind, table in m.items() if isinstance(table, dict)
+              for src in table for part in str(src).split(".")}
     missing = [b for b in _EXPERT_BLOCKS if b not in built and b not in mapped]
     if not missing:
         return None
