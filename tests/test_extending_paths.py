@@ -3,10 +3,12 @@
 Each is done on a copy of the package (like tests/test_adding_a_release.py), with an invented name no
 release has: the architecture `ExampleMoeMtpForCausalLM` (a DeepSeek-V3-style MoE whose NextN draft loads its
 layer under `model.mtp_block.*`, counted by the config key `example_mtp_layers`) and the quant method
-`example_fp8` (per-tensor FP8, skip list `skip_modules`). The steps that need a framework wheel are stood in
-for: `scripts/conformance.py extract` by adding the names to the copy's extracted registry (re-stamped like
-the extractor stamps it); the conformance lock cannot be re-run offline, so the test shows which releases'
-lock entries the edit makes stale. Synthetic checkpoints (headers only) come from ckptlint.testing.
+`example_fp8` (per-tensor FP8, skip list `skip_modules`). What comes from framework wheels is stood in for:
+a release's extracted registry lists every class and method its wheel registers, and the invented names are
+in none, so the test adds them to the copy's registries (re-stamped as the extractor stamps them), as a
+wheel that registers them would have them; the conformance lock cannot be re-run offline, so the test shows
+which releases' lock entries the edit makes stale. Synthetic checkpoints (headers only) come from
+ckptlint.testing.
 
 Skipped steps fail loudly: the test runs the project's own staleness and agreement tests against the copy
 (a subprocess of pytest with the copy first on the path) and sees them fail before the step and pass after
@@ -108,8 +110,8 @@ def _release_and_later(fw: str) -> tuple[str, list[str]]:
 
 def _register(pkg: Path, fw: str, versions: list[str], *, archs: dict[str, bool] | None = None,
               methods: tuple[str, ...] = ()) -> None:
-    """Stands in for `scripts/conformance.py extract FW VER` of wheels that register the new names:
-    the extracted registry lists them, re-stamped with its content digest as the extractor writes it."""
+    """The extracted registries as `scripts/conformance.py extract FW VER` writes them from wheels that
+    register the new names: listed, re-stamped with the content digest."""
     for v in versions:
         path = pkg / "ckptlint" / "targets" / "extracted" / fw / v / "registry.json"
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -135,7 +137,8 @@ def _arch_toml(fw: str) -> str:
 # --- {ARCH}: synthetic (tests/test_extending_paths.py) ---
 [[sources]]
 file = "{fw}/srt/models/example_moe_mtp.py"
-what = "{ARCH}: the DeepSeek-V3 loader; its draft {DRAFT} loads layer num_hidden_layers (counted by {COUNT_KEY}) as model.mtp_block.*, eh_proj/enorm/hnorm/shared_head.norm as model.*"
+what = """{ARCH}: the DeepSeek-V3 loader; its draft {DRAFT} loads layer num_hidden_layers \
+(counted by {COUNT_KEY}) as model.mtp_block.*, eh_proj/enorm/hnorm/shared_head.norm as model.*"""
 
 [architectures.{ARCH}]
 like = "DeepseekV3ForCausalLM"
@@ -215,8 +218,8 @@ def test_new_architecture_with_an_mtp_draft(tmp_path):
     got, out = _suite(pkg, compiled, *agrees)
     assert got == {compiled: "PASSED", **{a: "FAILED" for a in agrees}}, out[-3000:]
     assert f"hand data simulates {ARCH}, which the release does not register" in out
-    # 3. the extracted registry of every release that has the class, its draft class too (stands in for
-    # `conformance.py extract`)
+    # 3. the registries of releases whose wheels have the class and its draft class list both (stood in for:
+    # the names are invented)
     _register(pkg, fw, [rel, *later], archs={ARCH: False, DRAFT: True})
     got, out = _suite(pkg, *agrees, coverage)
     assert got == {**{a: "PASSED" for a in agrees}, coverage: "FAILED"}, out[-3000:]
@@ -283,7 +286,8 @@ def _method_toml(fw: str, match: str) -> str:
 # --- {METHOD}: synthetic (tests/test_extending_paths.py) ---
 [[sources]]
 file = "{fw}/model_executor/layers/quantization/example_fp8.py"
-what = "ExampleFp8Config: per-tensor FP8 Linear layers; skip list `skip_modules`, compared with the layer prefix ({match}); FusedMoE never skipped"
+what = """ExampleFp8Config: per-tensor FP8 Linear layers; skip list `skip_modules`, compared with the \
+layer prefix ({match}); FusedMoE never skipped"""
 
 [methods.{METHOD}]
 exclude_keys = ["skip_modules"]
@@ -340,7 +344,8 @@ def test_new_quant_method(tmp_path):
     (f,) = [f for f in doc["findings"] if f["code"] == "TG601"]
     assert "not in its quantization-method registry" in f["message"]
     assert f["error_text"].startswith(f"ValueError: Unknown quantization method: {METHOD}.")
-    # 1. the registry lists it (`conformance.py extract`): accepted, but no data, so not simulated (TG603)
+    # 1. the registry lists it (as one extracted from a wheel that registers it): accepted, but no data, so
+    # not simulated (TG603)
     _register(pkg, fw, [rel], methods=(METHOD,))
     doc = _check(pkg, listed, t)
     assert "TG603" in _codes(doc, t) and doc["verdicts"][t]["verdict"] == "no-verdict"
@@ -356,7 +361,8 @@ def test_new_quant_method(tmp_path):
     doc = _check(pkg, listed, t)
     assert doc["verdicts"][t]["verdict"] == "will-not-load"
     assert any("assigns it no scheme" in f["message"] for f in doc["findings"] if f["code"] == "QD401")
-    guard = "import json, sys; sys.path.insert(0, 'tests'); import test_extending_paths as m; print(json.dumps(m.methods_without_parser()))"
+    guard = ("import json, sys; sys.path.insert(0, 'tests'); import test_extending_paths as m; "
+             "print(json.dumps(m.methods_without_parser()))")
     r = _run(pkg, "-c", guard)
     assert r.returncode == 0 and json.loads(r.stdout) == [METHOD], (r.stdout, r.stderr)
 
