@@ -68,7 +68,8 @@ class {cls}(Rule):
             return
         for name, t in sorted(ctx.checkpoint.tensors.items()):
             if t.dtype == "F64":
-                yield self.finding(ctx, Consequence.HYGIENE, f"`{{name}}` is stored as F64; the server casts it on load",
+                yield self.finding(ctx, Consequence.HYGIENE,
+                                   f"`{{name}}` is stored as F64; the server casts it on load",
                                    tensors=[name], file=t.file, hint="store it in the model dtype")
 '''
 

@@ -124,7 +124,8 @@ def test_the_detectors_see_what_they_look_for():
             "from ckptlint.rules.other import _helper\n")
     names = imported_names(pkg / "rules" / "mine.py", ast.parse(code), root=pkg)
     assert {"ckptlint.reader.header", "ckptlint.inspect", "ckptlint.reader"} <= {n for n in names if _forbidden(n)}
-    assert [n for n in names if _private_of_another_rule(n, pkg / "rules" / "mine.py")] == ["ckptlint.rules.other._helper"]
+    privates = [n for n in names if _private_of_another_rule(n, pkg / "rules" / "mine.py")]
+    assert privates == ["ckptlint.rules.other._helper"]
     assert not _forbidden("inspect") and not _forbidden("ckptlint.inspection")
 
 

@@ -38,8 +38,9 @@ def grouped_finding(rule: type[EntryProblem], rel: str, items: list[tuple[str, s
     tensors = [t for t, _ in items if t != "__metadata__"]
     data = {"problems": [{"tensor": t, "problem": rule.describe(p)} for t, p in items[:MAX_PROBLEMS_LISTED]],
             "count": len(items)}
-    return shard_finding(rule, rel, f"{rule.lead}{subject}{rule.headline(problem)}{more}", rule.error_text(name, problem),
-                         consequence=rule.consequences[0], tensors=tensors, hint=rule.hint, data=data)
+    return shard_finding(rule, rel, f"{rule.lead}{subject}{rule.headline(problem)}{more}",
+                         rule.error_text(name, problem), consequence=rule.consequences[0], tensors=tensors,
+                         hint=rule.hint, data=data)
 
 
 class _NegZero(int):

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Callable
 from ckptlint.findings import Finding
 from ckptlint.reader.names import INDEX_NAME
 from ckptlint.reader.report import HYGIENE, LOAD, MAX_SHARD_FINDINGS, SILENT, file_finding, first_tensors, listed
-from ckptlint.rules.index_file import (IndexMissingShard, IndexTensorNotInShard, NoSafetensorsWeights, TensorInMultipleShards,
-                                       TensorNotInIndex, UnreferencedShard)
+from ckptlint.rules.index_file import (IndexMissingShard, IndexTensorNotInShard, NoSafetensorsWeights,
+                                       TensorInMultipleShards, TensorNotInIndex, UnreferencedShard)
 from ckptlint.rules.shard_file import ST_NOT_FOUND
 
 if TYPE_CHECKING:

@@ -22,8 +22,9 @@ from ckptlint.findings import Finding
 from ckptlint.fsutil import FileRefused, open_regular
 from ckptlint.reader.parse import parse_header
 from ckptlint.reader.report import LFS_HINT, LOAD, listed, shard_finding
-from ckptlint.rules.shard_file import (ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE, ST_TOO_SMALL, GitLfsPointer,
-                                       ShardHeaderBeyondFile, ShardHeaderTooLarge, ShardTooSmall, ShardUnreadable)
+from ckptlint.rules.shard_file import (ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE, ST_TOO_SMALL,
+                                       GitLfsPointer, ShardHeaderBeyondFile, ShardHeaderTooLarge, ShardTooSmall,
+                                       ShardUnreadable)
 
 __all__ = ["ByteSource", "ShardInfo", "ShardRead", "read_header", "read_shard", "parse_lfs_pointer"]
 
