@@ -4,8 +4,8 @@
 name, one line per rule, sorted by code (like ruff's ``codes.rs``). A new rule is one module here
 and one line in the table (docs/extending.md, "A new rule").
 
-Every rule class lives in this package. Rules checked on the simulated Plan carry their detection
-in ``check(ctx)``; the container checks (``SF1xx`` shard files, ``IX2xx`` the index and the set of
+Every rule class lives in this package. Most carry their detection in ``check(ctx)`` (on the
+checkpoint, or on each target's simulated Plan); the container checks (``SF1xx`` shard files, ``IX2xx`` the index and the set of
 files, ``CF30x`` config file syntax) are :class:`~ckptlint.rules.base.ReaderRule` classes whose
 problems the reader detects while it reads (:mod:`ckptlint.reader` imports their modules to build
 the findings). Imports only go down: nothing here imports the reader or the inspector.
