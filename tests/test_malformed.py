@@ -18,7 +18,8 @@ import pytest
 from safetensors import safe_open
 
 from ckptlint.findings import Consequence
-from ckptlint.reader import READER_RULES, load_checkpoint
+from ckptlint.reader import load_checkpoint
+from ckptlint.rules import ALL_RULES
 from ckptlint.testing import shard_name, write_checkpoint, write_safetensors
 
 LOAD = Consequence.LOAD_ERROR
@@ -271,7 +272,7 @@ def test_corpus_is_large_and_ids_unique():
     assert len({c.id for c in CASES}) == len(CASES)
 
 
-RULE_NAMES = {r.code: r.name for r in READER_RULES}
+RULE_NAMES = {r.code: r.name for r in ALL_RULES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -5,11 +5,13 @@ JSON header (at most ``header_len + 8`` bytes, 1 KiB for a Git LFS pointer). Pro
 files become findings in ``Checkpoint.issues``; only input that is not a checkpoint at all raises
 :class:`NotACheckpoint` (exit 2).
 
-Each problem the reader finds belongs to a rule declared next to its detection (``READER_RULES``):
-``SF1xx`` shard files (:mod:`~ckptlint.reader.header`, :mod:`~ckptlint.reader.parse`,
-:mod:`~ckptlint.reader.entries`, :mod:`~ckptlint.reader.layout`), ``IX2xx`` the index and the set of
-files (:mod:`~ckptlint.reader.index`, :mod:`~ckptlint.reader.fileset`), ``CF30x`` config file syntax
-(:mod:`~ckptlint.reader.configs`).
+Each problem the reader finds belongs to a rule of the catalogue (:mod:`ckptlint.rules`), whose
+class the detecting module imports to build the finding: ``SF1xx`` shard files
+(:mod:`~ckptlint.reader.header`, :mod:`~ckptlint.reader.parse`, :mod:`~ckptlint.reader.entries`,
+:mod:`~ckptlint.reader.layout`), ``IX2xx`` the index and the set of files
+(:mod:`~ckptlint.reader.index`, :mod:`~ckptlint.reader.fileset`), ``CF30x`` config file syntax
+(:mod:`~ckptlint.reader.configs`). The reader imports those rule modules; nothing in
+:mod:`ckptlint.rules` imports the reader.
 """
 
 import importlib
@@ -29,51 +31,8 @@ _EXPORTS = {"ShardRead": "header", "read_shard": "header", "CONFIG_NAME": "loade
             "open_path": "loader", "Source": "source"}
 
 
-def _reader_rules() -> tuple:
-    from ckptlint.reader import configs, entries, fileset, header, index, layout, parse
-
-    return (
-        header.ShardTooSmall,
-        header.ShardHeaderTooLarge,
-        header.ShardHeaderBeyondFile,
-        parse.ShardHeaderNotUtf8,
-        parse.ShardHeaderInvalidJson,
-        entries.ShardUnknownDtype,
-        entries.ShardInvalidTensorEntry,
-        entries.ShardInvalidMetadata,
-        layout.ShardInvalidOffsets,
-        layout.ShardTensorSizeMismatch,
-        layout.ShardTensorSizeOverflow,
-        layout.ShardSubByteMisaligned,
-        layout.ShardTruncated,
-        layout.ShardTrailingBytes,
-        layout.ShardDuplicateKey,
-        header.GitLfsPointer,
-        header.ShardUnreadable,
-        entries.ShardSpecDeviation,
-        index.IndexInvalidJson,
-        index.IndexInvalidWeightMap,
-        index.IndexInvalidShardName,
-        fileset.IndexMissingShard,
-        fileset.IndexTensorNotInShard,
-        fileset.TensorInMultipleShards,
-        fileset.TensorNotInIndex,
-        index.IndexTotalSizeMismatch,
-        fileset.UnreferencedShard,
-        fileset.NoSafetensorsWeights,
-        index.IndexInvalidMetadata,
-        index.IndexDuplicateKey,
-        configs.ConfigMissing,
-        configs.ConfigInvalidJson,
-        configs.ConfigNotAnObject,
-        configs.ConfigDuplicateKey,
-    )
-
-
 def __getattr__(name: str) -> Any:
-    if name == "READER_RULES":
-        value = _reader_rules()
-    elif name in _EXPORTS:
+    if name in _EXPORTS:
         value = getattr(importlib.import_module(f"ckptlint.reader.{_EXPORTS[name]}"), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -85,7 +44,6 @@ __all__ = [
     "CONFIG_NAME",
     "INDEX_NAME",
     "QUANT_CONFIG_NAME",
-    "READER_RULES",
     "NotACheckpoint",
     "ShardRead",
     "Source",

@@ -5,174 +5,42 @@ each entry's keys, dtype, shape and data offsets are checked, and every problem 
 against the rule that owns it. Problems of one kind in one file become one finding (the first
 problem in the message, the count, the first 50 in ``data["problems"]``). :mod:`ckptlint.reader.layout`
 then walks the offsets and reports.
+
+The rules (SF106-SF112, SF118: :class:`~ckptlint.rules.shard_file.EntryProblem`) are declared in
+:mod:`ckptlint.rules.shard_file`; :func:`grouped_finding` builds their findings.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import Any
 
 from ckptlint.checkpoint import DTYPE_BITS, TensorInfo
 from ckptlint.findings import Finding
 from ckptlint.reader.jsonfiles import jtype
-from ckptlint.reader.report import HYGIENE, LOAD, ST_JSON, shard_finding
-from ckptlint.rules.base import ReaderRule
+from ckptlint.reader.report import shard_finding
+from ckptlint.rules.shard_file import (EntryProblem, ShardInvalidMetadata, ShardInvalidTensorEntry, ShardSpecDeviation,
+                                       ShardUnknownDtype)
 
 U64_MAX = 2**64 - 1
 MAX_48 = 2**48 - 1
 SERDE_MAX_DEPTH = 127  # serde_json refuses JSON nested deeper than this (checked with 0.8.0)
 MAX_PROBLEMS_LISTED = 50
 _ENTRY_KEYS = frozenset(("dtype", "shape", "data_offsets"))
-_DTYPE_LIST = ", ".join(f"`{d}`" for d in DTYPE_BITS)
 
 
-class EntryProblem(ReaderRule):
-    """A kind of problem with tensor entries, reported once per shard for every entry it affects.
-
-    Subclasses say how the finding reads: ``lead`` (before the first problem), ``error`` (the text
-    safetensors prints; ``{name}`` is the first tensor) and ``hint``.
-    """
-
-    lead: ClassVar[str] = ""
-    error: ClassVar[str | None] = ST_JSON
-    hint: ClassVar[str] = "re-export this file with a current safetensors writer"
-
-    @classmethod
-    def describe(cls, problem: str) -> str:
-        """One entry's problem, as the finding's data lists it."""
-        return problem
-
-    @classmethod
-    def error_text(cls, name: str, problem: str) -> str | None:
-        return cls.error.format(name=name) if cls.error else None
-
-    @classmethod
-    def grouped(cls, rel: str, items: list[tuple[str, str]]) -> Finding:
-        """The finding for every ``(tensor, problem)`` of this kind in shard ``rel``."""
-        name, problem = items[0]
-        more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
-        subject = "" if name == "__metadata__" else f"tensor {name!r}: "
-        tensors = [t for t, _ in items if t != "__metadata__"]
-        data = {"problems": [{"tensor": t, "problem": cls.describe(p)} for t, p in items[:MAX_PROBLEMS_LISTED]],
-                "count": len(items)}
-        return shard_finding(cls, rel, f"{cls.lead}{subject}{cls.headline(problem)}{more}", cls.error_text(name, problem),
-                             consequence=cls.consequences[0], tensors=tensors, hint=cls.hint, data=data)
-
-    @classmethod
-    def headline(cls, problem: str) -> str:
-        """The first entry's problem, as the finding's message says it."""
-        return problem
-
-
-class ShardUnknownDtype(EntryProblem):
-    """A tensor in a shard has a dtype code safetensors does not know.
-
-    ## What it does
-    Reports tensor entries whose `dtype` is not one of safetensors' codes (BOOL, F4,
-    F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, F8_E5M2FNUZ, I16, U16,
-    F16, BF16, I32, U32, F32, C64, F64, I64, U64).
-
-    ## Why is this bad?
-    An unknown code fails header deserialization (`unknown variant`), so the whole file is
-    refused.
-
-    ## Example
-    `"dtype": "F8_E4M3FN"` (safetensors spells it `F8_E4M3`), or a lower-case `"u8"`.
-
-    ## How to fix
-    Write the dtype with a safetensors code.
-    """
-
-    code = "SF106"
-    name = "shard-unknown-dtype"
-    consequences = (LOAD,)
-    hint = "write a dtype code safetensors knows (F8_E4M3, not F8_E4M3FN; upper case)"
-
-    @classmethod
-    def describe(cls, problem: str) -> str:
-        return f"unknown dtype {problem!r}"
-
-    @classmethod
-    def headline(cls, problem: str) -> str:
-        return f"unknown dtype {problem!r}, not a safetensors dtype code"
-
-    @classmethod
-    def error_text(cls, name: str, problem: str) -> str | None:
-        return f"{ST_JSON}: unknown variant `{problem}`, expected one of {_DTYPE_LIST}"
-
-
-class ShardInvalidTensorEntry(EntryProblem):
-    """A tensor entry in a shard header is malformed.
-
-    ## What it does
-    Reports tensor entries that are not objects, miss `dtype`/`shape`/`data_offsets`, repeat
-    a field, or whose shape or offsets are not non-negative 64-bit integers (floats,
-    booleans, negatives, `-0`, too-large values, wrong lengths).
-
-    ## Why is this bad?
-    safetensors refuses the whole file with `invalid JSON in header: ...`.
-
-    ## Example
-    `"shape": [4096, -1]` or `"data_offsets": [0, 1, 2]`.
-
-    ## How to fix
-    Re-export the file with a safetensors writer.
-    """
-
-    code = "SF107"
-    name = "shard-invalid-tensor-entry"
-    consequences = (LOAD,)
-    lead = "invalid tensor entry: "
-
-
-class ShardInvalidMetadata(EntryProblem):
-    """Shard header's `__metadata__` is not a string-to-string map.
-
-    ## What it does
-    Reports a `__metadata__` that is not an object (or null), has non-string values, or
-    appears twice.
-
-    ## Why is this bad?
-    safetensors only accepts string values there and refuses the file otherwise.
-
-    ## Example
-    `"__metadata__": {"format": "pt", "step": 1000}`.
-
-    ## How to fix
-    Store every metadata value as a string (`"step": "1000"`).
-    """
-
-    code = "SF108"
-    name = "shard-invalid-metadata"
-    consequences = (LOAD,)
-    lead = "invalid header metadata: "
-    hint = "__metadata__ must map strings to strings (e.g. {\"format\": \"pt\"})"
-
-
-class ShardSpecDeviation(EntryProblem):
-    """Shard header deviates from the safetensors format in a way the library tolerates.
-
-    ## What it does
-    Reports extra keys in a tensor entry, sizes or offsets above the format's 48-bit limit,
-    and headers that do not start with `{`.
-
-    ## Why is this bad?
-    safetensors 0.8 accepts these, but the format text forbids them and other readers (older
-    versions, other languages, the Hub's parser) may not.
-
-    ## Example
-    `{"dtype": "U8", "shape": [2], "data_offsets": [0, 2], "quant": "nf4"}`.
-
-    ## How to fix
-    Re-export with the reference writer.
-    """
-
-    code = "SF118"
-    name = "shard-spec-deviation"
-    consequences = (HYGIENE,)
-    lead = "header deviates from the safetensors format (the library tolerates it): "
-    error = None
-    hint = "re-export with the reference writer; other readers may be stricter"
+def grouped_finding(rule: type[EntryProblem], rel: str, items: list[tuple[str, str]]) -> Finding:
+    """The finding of ``rule`` for every ``(tensor, problem)`` of its kind in shard ``rel`` (the
+    message in the rule's words: its ``lead``, ``headline``, ``error_text`` and ``hint``)."""
+    name, problem = items[0]
+    more = f" (and {len(items) - 1} more)" if len(items) > 1 else ""
+    subject = "" if name == "__metadata__" else f"tensor {name!r}: "
+    tensors = [t for t, _ in items if t != "__metadata__"]
+    data = {"problems": [{"tensor": t, "problem": rule.describe(p)} for t, p in items[:MAX_PROBLEMS_LISTED]],
+            "count": len(items)}
+    return shard_finding(rule, rel, f"{rule.lead}{subject}{rule.headline(problem)}{more}",
+                         rule.error_text(name, problem), consequence=rule.consequences[0], tensors=tensors,
+                         hint=rule.hint, data=data)
 
 
 class _NegZero(int):

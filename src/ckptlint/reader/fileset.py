@@ -3,201 +3,27 @@
 Shards the index names but the directory lacks, tensors the index places in the wrong shard or
 in none, tensors in two shards, tensors no index entry lists, ``.safetensors`` files the index
 does not name, and a directory with no safetensors weights at all.
+
+The rules are declared in :mod:`ckptlint.rules.index_file` (IX204's per-target outcome there too).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from operator import contains
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Finding
 from ckptlint.reader.names import INDEX_NAME
-from ckptlint.reader.report import (HYGIENE, LOAD, MAX_SHARD_FINDINGS, SILENT, ST_NOT_FOUND, file_finding,
-                                    first_tensors, listed)
-from ckptlint.rules.base import ReaderRule, RuleContext
+from ckptlint.reader.report import HYGIENE, LOAD, MAX_SHARD_FINDINGS, SILENT, file_finding, first_tensors, listed
+from ckptlint.rules.index_file import (IndexMissingShard, IndexTensorNotInShard, NoSafetensorsWeights,
+                                       TensorInMultipleShards, TensorNotInIndex, UnreferencedShard)
+from ckptlint.rules.shard_file import ST_NOT_FOUND
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint import Checkpoint
     from ckptlint.reader.header import ShardRead
 
 OTHER_WEIGHT_SUFFIXES = (".bin", ".pt", ".pth", ".gguf", ".ckpt", ".h5", ".msgpack", ".npz")
-# File names a framework's error text quotes at most (it lists every missing shard).
-MAX_FILES_QUOTED = 10
-
-
-class IndexMissingShard(ReaderRule):
-    """The index names a shard file that does not exist.
-
-    ## What it does
-    Reports shard names in `weight_map` that are not in the checkpoint directory, with the
-    tensors mapped to them.
-
-    ## Why is this bad?
-    Loaders look for every listed shard and fail (or miss those weights).
-
-    ## Example
-    `weight_map` mentions `model-00003-of-00003.safetensors`, but only two shards were
-    downloaded.
-
-    ## How to fix
-    Download the missing shard, or regenerate the index.
-    """
-
-    code = "IX204"
-    name = "index-missing-shard"
-    consequences = (LOAD, Consequence.SILENT_CORRUPTION)
-    # What happens depends on the release (target data `loading.missing_shard`): SGLang <= 0.5.16
-    # and vLLM load the shards that are present and leave the rest uninitialised; SGLang >= 0.5.17
-    # refuses to start. So this reader finding is reported once per target.
-    scope = "target"
-
-    def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        issues = [i for i in ctx.checkpoint.issues if i.code == self.code]
-        if not issues:
-            return
-        if ctx.target is None:
-            yield from super().check(ctx)
-            return
-        outcome = ctx.target.data.loading.missing_shard
-        files = [s for i in issues for s in i.data.get("shards", [i.data.get("shard")])]
-        n = sum(i.data.get("shard_count", 1) for i in issues)
-        text = (outcome.error or "").format(index_file=ctx.checkpoint.index_file or INDEX_NAME,
-                                             n=n, dir=ctx.checkpoint.root, files=_shown(files, n),
-                                             file_set=_shown(files, n, "{}")) or None
-        consequence = Consequence(outcome.consequence)
-        for i in issues:
-            message = f"{i.message}; {ctx.target.resolved}: {outcome.note}" if outcome.note else i.message
-            yield replace(i, target=ctx.target.id, consequence=consequence, severity=consequence.default_severity,
-                          error_text=text, data=dict(i.data), message=message)
-
-
-class IndexTensorNotInShard(ReaderRule):
-    """The index maps tensors to a shard whose header does not contain them.
-
-    ## What it does
-    Compares `weight_map` with the shard headers and reports tensors the index places in a
-    shard that lacks them. If the tensor is in another listed shard it is hygiene
-    (frameworks read every listed file); if no listed shard has it, the weight is simply not
-    there.
-
-    ## Why is this bad?
-    A missing weight is left uninitialised by several loaders (silently, for quantized
-    layers), so the model produces garbage.
-
-    ## Example
-    The index says `model.layers.61.eh_proj.weight` is in shard 2, and no shard has it.
-
-    ## How to fix
-    Re-export the checkpoint, or add the shard that holds those tensors.
-    """
-
-    code = "IX205"
-    name = "index-tensor-not-in-shard"
-    consequences = (HYGIENE, SILENT,)
-
-
-class TensorInMultipleShards(ReaderRule):
-    """The same tensor is stored in more than one shard.
-
-    ## What it does
-    Reports tensor names present in two or more shards that are read.
-
-    ## Why is this bad?
-    Frameworks load every file, so the tensor is loaded twice and the last copy wins; when
-    the copies differ in dtype or shape, which one is used depends on file order.
-
-    ## Example
-    `lm_head.weight` in both `model-00001-of-00002.safetensors` and
-    `model-00002-of-00002.safetensors`.
-
-    ## How to fix
-    Keep each tensor in exactly one shard.
-    """
-
-    code = "IX206"
-    name = "tensor-in-multiple-shards"
-    consequences = (HYGIENE, SILENT,)
-
-
-class TensorNotInIndex(ReaderRule):
-    """Shards contain tensors the index does not list.
-
-    ## What it does
-    Reports tensors found in a listed shard's header but absent from `weight_map`.
-
-    ## Why is this bad?
-    Frameworks read whole shard files, so they still load; but tools that trust the index
-    (parameter counts, partial loaders) miss them.
-
-    ## Example
-    MTP weights appended to the last shard without updating the index.
-
-    ## How to fix
-    Regenerate the index from the shards.
-    """
-
-    code = "IX207"
-    name = "tensor-not-in-index"
-    consequences = (HYGIENE,)
-
-
-class UnreferencedShard(ReaderRule):
-    """A `.safetensors` file in the directory is not referenced by the index.
-
-    ## What it does
-    Reports `.safetensors` files beside an index that does not name them, with the tensors
-    they hold. Their tensors are not part of the checkpoint's tensor set.
-
-    ## Why is this bad?
-    Frameworks read only the shards the index names, so these tensors are never loaded: dead
-    weight at best, and missing weights (e.g. an MTP layer) if they were meant to load.
-
-    ## Example
-    `model_mtp.safetensors` added next to the shards, but `weight_map` never updated.
-
-    ## How to fix
-    Add its tensors to the index if they are needed, or delete the file.
-    """
-
-    code = "IX209"
-    name = "unreferenced-shard"
-    consequences = (HYGIENE,)
-
-
-class NoSafetensorsWeights(ReaderRule):
-    """The checkpoint directory has no `.safetensors` weights.
-
-    ## What it does
-    Reports a checkpoint directory (with `config.json`) that contains no `.safetensors`
-    files. If weights in other formats (`.bin`, `.pt`, `.gguf`, ...) are there it is
-    hygiene: they were not checked.
-
-    ## Why is this bad?
-    Without weight files there is nothing to load; with only non-safetensors weights,
-    ckptlint cannot check anything.
-
-    ## Example
-    A repository cloned with only its JSON files.
-
-    ## How to fix
-    Download the weights, or convert them to safetensors.
-    """
-
-    code = "IX210"
-    name = "no-safetensors-weights"
-    consequences = (LOAD, HYGIENE,)
-
-
-def _shown(files: list[str], n: int, brackets: str = "[]") -> str:
-    """``files`` as a framework's error text prints them (a Python list, or a set with ``"{}"``),
-    the first few of ``n``."""
-    text = ", ".join(map(repr, files[:MAX_FILES_QUOTED]))
-    if n > MAX_FILES_QUOTED or len(files) != n:
-        text += f", ... ({n:,} in all)"
-    return brackets[0] + text + brackets[1]
-
-
 def missing_shards(ck: "Checkpoint", missing: list[str], mapped: Callable[[str], list[str]]) -> None:
     """Report the shards the index names that do not exist (``mapped``: the tensors of a shard)."""
     if len(missing) <= MAX_SHARD_FINDINGS:

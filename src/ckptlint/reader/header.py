@@ -6,6 +6,8 @@ small, a length over the cap or past the end, a Git LFS pointer, a file that can
 :mod:`ckptlint.reader.parse` parses and validates the header it read.
 
 Bytes read per file: at most ``8 + N`` (or 1,024 for a Git LFS pointer / tiny file).
+
+The rules (SF101-SF103, SF116, SF117) are declared in :mod:`ckptlint.rules.shard_file`.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from ckptlint.checkpoint import ShardInfo, TensorInfo
 from ckptlint.findings import Finding
 from ckptlint.fsutil import FileRefused, open_regular
 from ckptlint.reader.parse import parse_header
-from ckptlint.reader.report import (LFS_HINT, LOAD, ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE,
-                                    ST_TOO_SMALL, listed, shard_finding)
-from ckptlint.rules.base import ReaderRule
+from ckptlint.reader.report import LFS_HINT, LOAD, listed, shard_finding
+from ckptlint.rules.shard_file import (ST_HEADER_LENGTH, ST_IS_DIR, ST_NOT_FOUND, ST_TOO_LARGE, ST_TOO_SMALL,
+                                       GitLfsPointer, ShardHeaderBeyondFile, ShardHeaderTooLarge, ShardTooSmall,
+                                       ShardUnreadable)
 
 __all__ = ["ByteSource", "ShardInfo", "ShardRead", "read_header", "read_shard", "parse_lfs_pointer"]
 
@@ -31,122 +34,6 @@ HOLE_CHECK_MIN = 1 << 20
 _SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
 LFS_MAGIC = b"version https://git-lfs.github.com/spec/v1"
 LFS_READ = 1024
-
-
-class ShardTooSmall(ReaderRule):
-    """Shard file is shorter than the 8-byte header length field (empty or cut off).
-
-    ## What it does
-    Reports a `.safetensors` file with fewer than 8 bytes, including an empty file.
-
-    ## Why is this bad?
-    Every safetensors file starts with an 8-byte header length. safetensors refuses the file
-    with `header too small`, so the framework fails to load the checkpoint.
-
-    ## Example
-    `model-00002-of-00002.safetensors` is 0 bytes after an interrupted download.
-
-    ## How to fix
-    Download or export the file again.
-    """
-
-    code = "SF101"
-    name = "shard-too-small"
-    consequences = (LOAD,)
-
-
-class ShardHeaderTooLarge(ReaderRule):
-    """Shard's header length field claims more than 100,000,000 bytes.
-
-    ## What it does
-    Reports a shard whose first 8 bytes (little-endian u64) claim a header over safetensors'
-    100 MB cap. The claimed size is never allocated, and it is quoted only when a header that
-    long would fit in the file (otherwise it is the first bytes of something else, maybe private).
-
-    ## Why is this bad?
-    safetensors refuses such a file with `header too large`. This usually means the file is
-    not a safetensors file at all (an HTML error page, a pickle) or its first bytes are
-    corrupted.
-
-    ## Example
-    The first 8 bytes of a shard decode to 1,152,921,504,606,846,976.
-
-    ## How to fix
-    Check what the file actually is; download or export it again.
-    """
-
-    code = "SF102"
-    name = "shard-header-too-large"
-    consequences = (LOAD,)
-
-
-class ShardHeaderBeyondFile(ReaderRule):
-    """Shard's header length field points past the end of the file.
-
-    ## What it does
-    Reports a shard whose declared header length plus 8 is larger than the file.
-
-    ## Why is this bad?
-    safetensors refuses it with `invalid header length`; the file was cut off inside its
-    header.
-
-    ## Example
-    A 4 KiB file whose length field claims a 9,000-byte header.
-
-    ## How to fix
-    Download or export the file again.
-    """
-
-    code = "SF103"
-    name = "shard-header-beyond-file"
-    consequences = (LOAD,)
-
-
-class GitLfsPointer(ReaderRule):
-    """Shard files are Git LFS pointers: the weights were never downloaded.
-
-    ## What it does
-    Reports, once per checkpoint, every shard that is a Git LFS pointer text file (`version
-    https://git-lfs.github.com/spec/v1`, `oid`, `size`) instead of weights.
-
-    ## Why is this bad?
-    A clone without `git lfs` (or CI's `actions/checkout` without `lfs: true`) leaves
-    pointer files; safetensors refuses them (`header too large`) and nothing can be checked.
-
-    ## Example
-    `model.safetensors` is 134 bytes long and starts with `version https://git-lfs...`.
-
-    ## How to fix
-    Run `git lfs pull --include="*.safetensors"` in the clone (LFS fetches whole files,
-    although ckptlint reads only each file's first bytes), or download with `hf download
-    <repo>` / `huggingface-cli download <repo>`.
-    """
-
-    code = "SF116"
-    name = "git-lfs-pointer"
-    consequences = (LOAD,)
-
-
-class ShardUnreadable(ReaderRule):
-    """A shard path is a directory, a broken symlink or otherwise unreadable.
-
-    ## What it does
-    Reports `.safetensors` paths that cannot be read as a file: directories, broken
-    symlinks, files without read permission, I/O errors.
-
-    ## Why is this bad?
-    Frameworks open every shard; an unreadable one aborts the load.
-
-    ## Example
-    `model-00001-of-00002.safetensors -> ../../blobs/abc` where the blob was deleted.
-
-    ## How to fix
-    Restore the file (re-download it).
-    """
-
-    code = "SF117"
-    name = "shard-unreadable"
-    consequences = (LOAD,)
 
 
 @dataclass

@@ -3,6 +3,8 @@
 The index's ``weight_map`` tells frameworks which shard holds each tensor. This module checks
 the file (JSON, ``weight_map``, ``metadata``, repeated keys), the shard names it gives, and its
 ``metadata.total_size``; :mod:`ckptlint.reader.fileset` compares it with the shards.
+
+The rules are declared in :mod:`ckptlint.rules.index_file`.
 """
 
 from __future__ import annotations
@@ -12,152 +14,14 @@ from typing import TYPE_CHECKING, Callable
 from ckptlint.reader.jsonfiles import JsonRead, jtype
 from ckptlint.reader.names import INDEX_NAME
 from ckptlint.reader.report import HYGIENE, LOAD, MAX_SHARD_FINDINGS, file_finding, first_tensors, listed
-from ckptlint.rules.base import ReaderRule
+from ckptlint.rules.index_file import (IndexDuplicateKey, IndexInvalidJson, IndexInvalidMetadata, IndexInvalidShardName,
+                                       IndexInvalidWeightMap, IndexTotalSizeMismatch)
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint import Checkpoint
     from ckptlint.reader.header import ShardRead
 
 _HINT = "regenerate the index from the shards (huggingface_hub / transformers save_pretrained)"
-
-
-class IndexInvalidJson(ReaderRule):
-    """`model.safetensors.index.json` is not a JSON object.
-
-    ## What it does
-    Reports an index that cannot be read, is not UTF-8 or valid JSON, or is not a JSON
-    object. An index that is not a regular file (a FIFO, a device) or is larger than 256 MiB
-    (about 2.5 million tensors) is not read at all and reported the same way.
-
-    ## Why is this bad?
-    Frameworks parse the index to find the shards and fail. ckptlint then checks every
-    `.safetensors` file in the directory instead.
-
-    ## Example
-    An index truncated in the middle of `weight_map`.
-
-    ## How to fix
-    Regenerate the index from the shards.
-    """
-
-    code = "IX201"
-    name = "index-invalid-json"
-    consequences = (LOAD,)
-
-
-class IndexInvalidWeightMap(ReaderRule):
-    """The index has no usable `weight_map`.
-
-    ## What it does
-    Reports an index without `weight_map`, with a `weight_map` that is not an object, or
-    with values that are not strings.
-
-    ## Why is this bad?
-    Frameworks take the shard list from `weight_map` and fail when it is missing or
-    malformed.
-
-    ## Example
-    `"weight_map": ["model-00001-of-00002.safetensors"]`.
-
-    ## How to fix
-    Regenerate the index from the shards.
-    """
-
-    code = "IX202"
-    name = "index-invalid-weight-map"
-    consequences = (LOAD,)
-
-
-class IndexInvalidShardName(ReaderRule):
-    """The index names a shard that is not a plain `.safetensors` file name.
-
-    ## What it does
-    Reports `weight_map` values that are empty, `.`/`..`, contain a slash or backslash, are absolute
-    paths, or do not end in `.safetensors`. Such a path is never opened or even stat'ed.
-
-    ## Why is this bad?
-    Shards must live in the checkpoint directory; a path outside it is at best a broken
-    download and at worst makes a loader read files it should not. The tensors mapped to it
-    are not loaded.
-
-    ## Example
-    `"lm_head.weight": "../secret.safetensors"`.
-
-    ## How to fix
-    Map every tensor to a shard file in the checkpoint directory.
-    """
-
-    code = "IX203"
-    name = "index-invalid-shard-name"
-    consequences = (LOAD,)
-
-
-class IndexTotalSizeMismatch(ReaderRule):
-    """The index's `metadata.total_size` is not the sum of tensor bytes.
-
-    ## What it does
-    Compares `metadata.total_size` with the sum of tensor byte sizes in the listed shards
-    and says whether it equals the sum of file sizes instead.
-
-    ## Why is this bad?
-    Readers do not check it, but it should be the tensor byte total (as huggingface_hub
-    writes it); a different value hints at an index written for other files.
-
-    ## Example
-    `total_size` counts the shard files' headers too, as some export scripts compute it.
-
-    ## How to fix
-    Set `metadata.total_size` to the sum of tensor byte sizes.
-    """
-
-    code = "IX208"
-    name = "index-total-size-mismatch"
-    consequences = (HYGIENE,)
-
-
-class IndexInvalidMetadata(ReaderRule):
-    """The index's `metadata` or `metadata.total_size` has the wrong type.
-
-    ## What it does
-    Reports an index whose `metadata` is not an object, or whose `total_size` is not a
-    non-negative integer.
-
-    ## Why is this bad?
-    Serving frameworks ignore it, but other tools read it and may fail.
-
-    ## Example
-    `"metadata": {"total_size": "16GB"}`.
-
-    ## How to fix
-    Write `total_size` as the integer sum of tensor bytes.
-    """
-
-    code = "IX211"
-    name = "index-invalid-metadata"
-    consequences = (HYGIENE,)
-
-
-class IndexDuplicateKey(ReaderRule):
-    """The index repeats a key.
-
-    ## What it does
-    Reports keys that appear more than once in the same object of the index (usually a
-    tensor twice in `weight_map`).
-
-    ## Why is this bad?
-    JSON parsers keep the last value silently; if the two entries name different shards, one
-    mapping is lost.
-
-    ## Example
-    `"lm_head.weight"` listed twice in `weight_map`.
-
-    ## How to fix
-    Regenerate the index from the shards.
-    """
-
-    code = "IX212"
-    name = "index-duplicate-key"
-    consequences = (HYGIENE,)
 
 
 def read_index(ck: "Checkpoint", jr: JsonRead) -> dict[str, str] | None:

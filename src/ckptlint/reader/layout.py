@@ -4,183 +4,22 @@ After :class:`~ckptlint.reader.entries.Validator` has checked each entry, :func:
 walks the entries in offset order (gaps, overlaps, a start other than 0, byte lengths that do not
 match dtype and shape), checks that the data buffer covers the rest of the file exactly, reports
 duplicate names the re-parse found, and turns every recorded problem into findings.
+
+The rules (SF113-SF115) are declared in :mod:`ckptlint.rules.shard_file`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ckptlint.reader.entries import EntryProblem, ShardInvalidMetadata, ShardInvalidTensorEntry, Validator
-from ckptlint.reader.report import (HYGIENE, LOAD, ST_INCOMPLETE, ST_INFO, ST_MISALIGNED, ST_OFFSET, ST_OVERFLOW,
-                                    listed, shard_finding)
-from ckptlint.rules.base import ReaderRule
+from ckptlint.reader.entries import Validator, grouped_finding
+from ckptlint.reader.report import HYGIENE, LOAD, listed, shard_finding
+from ckptlint.rules.shard_file import (ST_INCOMPLETE, ShardDuplicateKey, ShardInvalidMetadata, ShardInvalidOffsets,
+                                       ShardInvalidTensorEntry, ShardSubByteMisaligned, ShardTensorSizeMismatch,
+                                       ShardTensorSizeOverflow, ShardTrailingBytes, ShardTruncated)
 
 if TYPE_CHECKING:
     from ckptlint.reader.header import ShardRead
-
-
-class ShardInvalidOffsets(EntryProblem):
-    """Shard's tensor data offsets have gaps, overlaps, or do not start at 0.
-
-    ## What it does
-    Sorts a shard's tensors by `data_offsets` and reports every tensor that does not begin
-    where the previous one ends (the first at 0), or whose end is before its begin.
-
-    ## Why is this bad?
-    safetensors requires the data buffer to be covered exactly, with no holes or overlaps,
-    and refuses the file with `invalid offset for tensor`.
-
-    ## Example
-    Tensor `b` at `[3, 5]` after tensor `a` at `[0, 2]` (a one-byte gap).
-
-    ## How to fix
-    Re-export the file; never edit offsets by hand.
-    """
-
-    code = "SF109"
-    name = "shard-invalid-offsets"
-    consequences = (LOAD,)
-    lead = "invalid data_offsets: "
-    error = ST_OFFSET
-
-
-class ShardTensorSizeMismatch(EntryProblem):
-    """A tensor's byte range does not match its dtype and shape.
-
-    ## What it does
-    Reports tensors whose `end - begin` differs from `numel * bits / 8`.
-
-    ## Why is this bad?
-    safetensors refuses the file with `invalid shape, data type, or offset for tensor`.
-
-    ## Example
-    `{"dtype": "F32", "shape": [2], "data_offsets": [0, 4]}` (needs 8 bytes).
-
-    ## How to fix
-    Re-export the file; the shape or dtype in the header is wrong.
-    """
-
-    code = "SF110"
-    name = "shard-tensor-size-mismatch"
-    consequences = (LOAD,)
-    lead = "tensor size does not match dtype and shape: "
-    error = ST_INFO
-
-
-class ShardTensorSizeOverflow(EntryProblem):
-    """A tensor's element count times its dtype bits overflows 64 bits.
-
-    ## What it does
-    Reports tensors whose shape product (computed left to right) or size in bits does not
-    fit in 64 bits.
-
-    ## Why is this bad?
-    safetensors refuses the file with `overflow computing buffer size from shape and/or
-    element type`.
-
-    ## Example
-    `"shape": [1099511627776, 1099511627776]`.
-
-    ## How to fix
-    Re-export the file; the shape is corrupt.
-    """
-
-    code = "SF111"
-    name = "shard-tensor-size-overflow"
-    consequences = (LOAD,)
-    lead = "tensor size overflows: "
-    error = ST_OVERFLOW
-
-
-class ShardSubByteMisaligned(EntryProblem):
-    """A sub-byte tensor (F4, F6) does not fill a whole number of bytes.
-
-    ## What it does
-    Reports F4/F6 tensors whose `numel * bits` is not a multiple of 8.
-
-    ## Why is this bad?
-    safetensors refuses such a file (`the slice does not end up at a byte boundary`).
-
-    ## Example
-    `{"dtype": "F4", "shape": [3], ...}` is 12 bits.
-
-    ## How to fix
-    Store packed FP4 with an even element count, or as U8 with the last dim halved.
-    """
-
-    code = "SF112"
-    name = "shard-sub-byte-misaligned"
-    consequences = (LOAD,)
-    lead = "sub-byte tensor does not fill whole bytes: "
-    error = ST_MISALIGNED
-
-
-class ShardTruncated(ReaderRule):
-    """Shard file ends before the tensor data its header describes.
-
-    ## What it does
-    Reports a shard whose last tensor ends past the end of the file, with how many bytes are
-    missing and which tensors are affected.
-
-    ## Why is this bad?
-    safetensors refuses it with `incomplete metadata, file not fully covered`; the download
-    or export was interrupted.
-
-    ## Example
-    A 10 GB shard of which only 9.2 GB arrived.
-
-    ## How to fix
-    Download the file again (compare its size with the repository's).
-    """
-
-    code = "SF113"
-    name = "shard-truncated"
-    consequences = (LOAD,)
-
-
-class ShardTrailingBytes(ReaderRule):
-    """Shard file has bytes after the last tensor's data.
-
-    ## What it does
-    Reports a shard that is longer than its header plus the data its tensors cover.
-
-    ## Why is this bad?
-    safetensors refuses it with `incomplete metadata, file not fully covered` (the format
-    forbids unindexed bytes, against polyglot files).
-
-    ## Example
-    Two files concatenated, or a tensor removed from the header but not from the data.
-
-    ## How to fix
-    Re-export the file.
-    """
-
-    code = "SF114"
-    name = "shard-trailing-bytes"
-    consequences = (LOAD,)
-
-
-class ShardDuplicateKey(ReaderRule):
-    """A shard header defines the same tensor (or metadata key) twice.
-
-    ## What it does
-    Reports tensor names and `__metadata__` keys that occur more than once in a header.
-
-    ## Why is this bad?
-    The format forbids duplicates, but safetensors silently keeps the later entry: the
-    earlier tensor's bytes are orphaned and usually leave the layout invalid (load error);
-    when the layout still checks out, the later definition wins quietly (hygiene).
-
-    ## Example
-    `{"w": {... [0, 8]}, "w": {... [0, 8]}}`.
-
-    ## How to fix
-    Re-export the file so that every name appears once.
-    """
-
-    code = "SF115"
-    name = "shard-duplicate-key"
-    consequences = (LOAD, HYGIENE,)
 
 
 _LAYOUT_RULES = (ShardInvalidOffsets, ShardTensorSizeMismatch, ShardTensorSizeOverflow, ShardSubByteMisaligned)
@@ -203,7 +42,7 @@ def report_layout(v: Validator, res: "ShardRead") -> None:
     layout_bad |= _coverage(v, prev, res)
     out = res.issues
     for rule, items in sorted(v.problems.items(), key=lambda kv: kv[0].code):
-        out.append(rule.grouped(v.rel, items))
+        out.append(grouped_finding(rule, v.rel, items))
     if top_dups:
         cons = LOAD if layout_bad else HYGIENE
         effect = ("safetensors keeps the later entry, and the layout left is invalid (see the other findings)"

@@ -9,6 +9,8 @@ Three paths, cheapest first: a clean header without escapes, decoded by ``msgspe
 entries and checked column by column (:func:`ckptlint.reader.canonical.scan_clean`), any other
 clean header (``json.loads`` and one tight pass), and the validator that names every problem
 (:mod:`ckptlint.reader.entries`, then :mod:`ckptlint.reader.layout`).
+
+The rules (SF104, SF105) are declared in :mod:`ckptlint.rules.shard_file`.
 """
 
 from __future__ import annotations
@@ -17,59 +19,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ckptlint.reader.canonical import fast_validate, scan_columns, tensor_map
-from ckptlint.reader.entries import SERDE_MAX_DEPTH, ShardSpecDeviation, Validator, jtype_int, parse_int
+from ckptlint.reader.entries import SERDE_MAX_DEPTH, Validator, jtype_int, parse_int
 from ckptlint.reader.layout import report_layout
-from ckptlint.reader.report import HYGIENE, LOAD, ST_JSON, ST_UTF8, shard_finding
-from ckptlint.rules.base import ReaderRule
+from ckptlint.reader.report import HYGIENE, shard_finding
+from ckptlint.rules.shard_file import ST_JSON, ST_UTF8, ShardHeaderInvalidJson, ShardHeaderNotUtf8, ShardSpecDeviation
 
 if TYPE_CHECKING:
     from ckptlint.reader.header import ShardRead
-
-
-class ShardHeaderNotUtf8(ReaderRule):
-    """Shard header is not valid UTF-8.
-
-    ## What it does
-    Reports a header whose bytes are not valid UTF-8.
-
-    ## Why is this bad?
-    safetensors refuses it with `invalid UTF-8 in header`; the header is corrupted.
-
-    ## Example
-    A header containing the byte 0xFF inside a tensor name.
-
-    ## How to fix
-    Re-export the file.
-    """
-
-    code = "SF104"
-    name = "shard-header-not-utf8"
-    consequences = (LOAD,)
-
-
-class ShardHeaderInvalidJson(ReaderRule):
-    """Shard header is not a JSON object safetensors can parse.
-
-    ## What it does
-    Reports a header that is not valid JSON, is not a JSON object, is nested too deeply,
-    contains `NaN`/`Infinity`, or has an unpaired UTF-16 surrogate escape.
-
-    ## Why is this bad?
-    safetensors refuses the file with `invalid JSON in header: ...`; none of its tensors
-    load.
-
-    ## Example
-    A header that ends with `{"a":` because the writer crashed.
-
-    ## How to fix
-    Re-export the file.
-    """
-
-    code = "SF105"
-    name = "shard-header-invalid-json"
-    consequences = (LOAD,)
-
-
 
 
 def _reject_constant(s: str) -> Any:

@@ -1,14 +1,12 @@
-"""How the reader reports a problem: findings built by the rule that owns them, and the error
-texts the ``safetensors`` library prints.
+"""How the reader reports a problem: findings built with the rule class that owns them.
 
-Each reader rule is declared once, next to its detection (``header``, ``parse``, ``entries``,
-``layout``, ``index``, ``fileset``, ``configs``); the finding carries the rule's code and name
-from the moment it is made. Codes: ``SF1xx`` shard files / the safetensors container, ``IX2xx``
-the index and the set of files, ``CF30x`` config file syntax.
-
-The quoted library texts were taken by running ``safetensors`` 0.8.0 ``safe_open`` on crafted
-files (see ``tests/test_malformed.py``, which checks them against the library). Texts that
-carry a position (``at line 1 column 17``) or a serde detail are quoted up to that detail only.
+Every reader rule is declared in the rule catalogue, :mod:`ckptlint.rules` (``SF1xx`` shard files
+/ the safetensors container: ``shard_file``; ``IX2xx`` the index and the set of files:
+``index_file``; ``CF30x`` config file syntax: ``config_file``), and detected in the reader
+(``header``, ``parse``, ``entries``, ``layout``, ``index``, ``fileset``, ``configs``), which builds
+the finding with the rule's class: it carries the rule's code and name from the moment it is made.
+The texts the ``safetensors`` library prints are in :mod:`ckptlint.rules.shard_file`, with the
+rules that quote them.
 """
 
 from __future__ import annotations
@@ -16,6 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Callable
 
 from ckptlint.findings import Consequence, Finding
+from ckptlint.rules.shard_file import (ST, ST_HEADER_LENGTH, ST_INCOMPLETE, ST_INFO, ST_JSON, ST_MISALIGNED, ST_OVERFLOW,
+                                       ST_TOO_LARGE, ST_TOO_SMALL, ST_UTF8)
 
 if TYPE_CHECKING:
     from ckptlint.rules.base import ReaderRule
@@ -30,25 +30,7 @@ LOAD = Consequence.LOAD_ERROR
 HYGIENE = Consequence.HYGIENE
 SILENT = Consequence.SILENT_CORRUPTION
 
-# --- texts printed by safetensors 0.8.0 (python binding, SafetensorError) ----------------
-ST = "Error while deserializing header: "
-ST_TOO_SMALL = ST + "header too small"
-ST_TOO_LARGE = ST + "header too large"
-ST_HEADER_LENGTH = ST + "invalid header length"
-ST_UTF8 = ST + "invalid UTF-8 in header"
-ST_JSON = ST + "invalid JSON in header"
-ST_OFFSET = ST + "invalid offset for tensor `{name}`"
-ST_OVERFLOW = ST + "overflow computing buffer size from shape and/or element type"
-ST_MISALIGNED = (
-    ST + "The slice is slicing for subbytes dtypes, and the slice does not end up at a byte "
-    "boundary, this is invalid."
-)
-ST_INFO = ST + "invalid shape, data type, or offset for tensor"
-ST_INCOMPLETE = ST + "incomplete metadata, file not fully covered"
-ST_IS_DIR = "No such device (os error 19)"
-ST_NOT_FOUND = "No such file or directory: {path}"
-
-# safetensors' Rust error variant behind each text (for data["safetensors_error"]).
+# safetensors' Rust error variant behind each text it prints (for data["safetensors_error"]).
 VARIANT = {
     ST_TOO_SMALL: "HeaderTooSmall",
     ST_TOO_LARGE: "HeaderTooLarge",

@@ -64,9 +64,10 @@ class Rule:
 class ReaderRule(Rule):
     """A rule whose findings are detected while reading the checkpoint.
 
-    The rule is declared next to its detection in :mod:`ckptlint.reader`; the reader records its
-    findings, already carrying the rule's code and name, in ``Checkpoint.issues``, and the rule
-    surfaces them (so they can be selected, ignored and documented like any other).
+    The class is declared in this package like every rule (code, name, documentation); its
+    detection is in :mod:`ckptlint.reader`, which imports the class and records its findings,
+    already carrying the rule's code and name, in ``Checkpoint.issues``. ``check`` surfaces them
+    (so they can be selected, ignored and documented like any other).
     """
 
     scope: ClassVar[str] = "checkpoint"
