@@ -70,9 +70,11 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     of each framework) is a regression."""
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     deployment = deployment or Deployment()
-    userregex.reset()  # config regexes get a fresh time budget for this checkpoint
     ckpt = load_checkpoint(path)
-    report = check_loaded(ckpt, targets, deployment)
+    # the config's regexes: a fresh time budget per check, and the `dynamic` rules of an edit matched in the
+    # scope of the check it follows (as the check matched them)
+    regexes = userregex.RegexScope()
+    report = check_loaded(ckpt, targets, deployment, regexes=regexes)
     out = FixPlan()
     out.not_fixable += [(f, f.message.removeprefix(f"{f.file}: ") + " (ckptlint edits only a config file it can read)")
                         for f in report.findings if f.target is None and f.code in ("CF302", "CF303")
@@ -122,7 +124,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     for _ in range(3):
         additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
         try:
-            doc, new_text, added = edit.apply(additions)
+            doc, new_text, added = edit.apply(additions, regexes)
         except EditError as exc:
             out.not_fixable += [(f, f"ckptlint cannot edit {source} minimally ({exc}); add the entries by hand")
                                 for f, _ in suggestions]
@@ -132,7 +134,8 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
             edited.config = doc
         else:
             edited.hf_quant_config = doc
-        after = check_loaded(edited, targets, deployment)
+        regexes = userregex.RegexScope()
+        after = check_loaded(edited, targets, deployment, regexes=regexes)
         broken = [f for f in after.findings if f.code.startswith("CF") and (f.code, f.message) not in known_config]
         if broken:  # the frameworks would no longer read the edited config as intended
             out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
@@ -242,7 +245,7 @@ class _Edit:
         return (f"`{self.section}.{self.key}` in {self.source} is {_kind(current)}, not {_kind(want())}: ckptlint "
                 "only adds entries and never replaces a value of another type; fix it by hand")
 
-    def apply(self, additions: list[str]) -> tuple[dict, str, list[str]]:
+    def apply(self, additions: list[str], regexes: userregex.RegexScope) -> tuple[dict, str, list[str]]:
         """(the edited document, its text, the entries added as they appear in the file)."""
         doc = copy.deepcopy(self.doc)
         section = doc[self.section]
@@ -255,7 +258,7 @@ class _Edit:
             # first existing rule that matches a module they are for, else at the end.
             rules = list(current)
             first = min((i for i, k in enumerate(rules) if isinstance(k, str) and any(
-                _rule_matches(k, e) for e in additions)), default=len(rules))
+                _rule_matches(k, e, regexes) for e in additions)), default=len(rules))
             before = rules[first] if first < len(rules) else None
             merged = {**{k: current[k] for k in rules[:first]}, **{k: {} for k in added},
                       **{k: current[k] for k in rules[first:]}}
@@ -280,11 +283,11 @@ def _dynamic_key(entry: str) -> str:
     return "-:" + (entry[3:] if entry.startswith("re:") else re.escape(entry) + "$")
 
 
-def _rule_matches(rule: str, name: str) -> bool:
+def _rule_matches(rule: str, name: str, regexes: userregex.RegexScope) -> bool:
     # A GPTQModel `dynamic` key (`-:`/`+:`/bare regex) re.match'ed against a module name (not a `re:` entry).
     if name.startswith("re:"):
         return False
-    rx = userregex.compile_user(rule[2:] if rule[:2] in ("-:", "+:") else rule)
+    rx = regexes.compile(rule[2:] if rule[:2] in ("-:", "+:") else rule)
     return rx is not None and rx.match(name) is not None
 
 

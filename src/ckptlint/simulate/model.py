@@ -205,6 +205,9 @@ class Plan(NamedTuple):
     extracted_facts: tuple[str, ...] = ()
     extracted_notes: tuple[str, ...] = ()
     hand_facts: tuple[str, ...] = ()
+    # --- config regexes (ckptlint.userregex): (pattern, fullmatch?) -> RegexOutcome of each pattern the
+    # check had left undecided on some module name when this plan was frozen (rule CF312 reads it)
+    undecided_regexes: Mapping[tuple[str, bool], Any] = EMPTY
 
     @property
     def simulated(self) -> bool:
