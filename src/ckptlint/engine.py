@@ -124,11 +124,9 @@ def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment
     """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit), then
     :func:`finish` the report: select, apply the baseline, aggregate for display. The config's
     regular expressions get the time budgets of ``regexes`` (default: a fresh scope for this check)."""
-    from ckptlint.userregex import RegexScope
-
     deployment = deployment or Deployment()
     t1 = time.perf_counter()
-    findings, plans, sim = run_rules(ckpt, targets, deployment, regexes if regexes is not None else RegexScope())
+    findings, plans, sim = run_rules(ckpt, targets, deployment, regexes)
     report = Report(ckpt, targets, [], plans, deployment)
     finish(report, findings, selection, baseline)
     report.timings.update({"simulate": sim, "rules": time.perf_counter() - t1 - sim})
@@ -138,7 +136,8 @@ def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment
 def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment,
               regexes: "RegexScope | None" = None) -> tuple[list[Finding], dict[str, Plan], float]:
     """Every rule on the checkpoint and on each target's plan: (findings, one per module, plans, seconds
-    simulating). The targets' simulations share one scope of config regexes (``regexes``)."""
+    simulating). The targets' simulations share one scope of config regexes (``regexes``; None: a fresh
+    one), so a pattern undecided on one target's names is not run again on the next."""
     if regexes is None:
         from ckptlint.userregex import RegexScope
 
