@@ -108,7 +108,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     if text is None:
         text = (Path(path) / source).read_bytes().decode("utf-8")
     try:
-        edit = _Edit(text, source, key, method_keys)
+        edit = _Edit(text, source, key, method_keys, regexes)
     except jsonlimits.JsonLimitError as exc:  # (the check reported it already; never edited)
         out.not_fixable += [(f, f"{source} is {exc.message}: ckptlint does not edit it") for f, _ in suggestions]
         return _flush(out, deferred)
@@ -124,7 +124,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     for _ in range(3):
         additions = list(dict.fromkeys(e for _, entries in suggestions for e in entries))
         try:
-            doc, new_text, added = edit.apply(additions, regexes)
+            doc, new_text, added = edit.apply(additions)
         except EditError as exc:
             out.not_fixable += [(f, f"ckptlint cannot edit {source} minimally ({exc}); add the entries by hand")
                                 for f, _ in suggestions]
@@ -134,8 +134,8 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
             edited.config = doc
         else:
             edited.hf_quant_config = doc
-        regexes = userregex.RegexScope()
-        after = check_loaded(edited, targets, deployment, regexes=regexes)
+        edit.regexes = userregex.RegexScope()  # the next attempt's rules are matched as this check matches them
+        after = check_loaded(edited, targets, deployment, regexes=edit.regexes)
         broken = [f for f in after.findings if f.code.startswith("CF") and (f.code, f.message) not in known_config]
         if broken:  # the frameworks would no longer read the edited config as intended
             out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
@@ -227,8 +227,11 @@ class _Edit:
     ``dynamic`` (``-:`` keys of an object) ``"-:<regex>": {}`` members. An existing value of
     another type is never replaced (``null`` counts as absent, as the frameworks read it)."""
 
-    def __init__(self, text: str, source: str, key: str, method_keys: list[str]) -> None:
+    def __init__(self, text: str, source: str, key: str, method_keys: list[str],
+                 regexes: userregex.RegexScope | None = None) -> None:
         self.text, self.source = text, source
+        # the scope of the check the edit follows: its `dynamic` rules are matched in it
+        self.regexes = regexes if regexes is not None else userregex.RegexScope()
         self.section = "quantization_config" if source == "config.json" else "quantization"
         self.dynamic = key == "dynamic" and "dynamic" in method_keys
         self.key = "dynamic" if self.dynamic else key
@@ -245,7 +248,7 @@ class _Edit:
         return (f"`{self.section}.{self.key}` in {self.source} is {_kind(current)}, not {_kind(want())}: ckptlint "
                 "only adds entries and never replaces a value of another type; fix it by hand")
 
-    def apply(self, additions: list[str], regexes: userregex.RegexScope) -> tuple[dict, str, list[str]]:
+    def apply(self, additions: list[str]) -> tuple[dict, str, list[str]]:
         """(the edited document, its text, the entries added as they appear in the file)."""
         doc = copy.deepcopy(self.doc)
         section = doc[self.section]
@@ -258,7 +261,7 @@ class _Edit:
             # first existing rule that matches a module they are for, else at the end.
             rules = list(current)
             first = min((i for i, k in enumerate(rules) if isinstance(k, str) and any(
-                _rule_matches(k, e, regexes) for e in additions)), default=len(rules))
+                _rule_matches(k, e, self.regexes) for e in additions)), default=len(rules))
             before = rules[first] if first < len(rules) else None
             merged = {**{k: current[k] for k in rules[:first]}, **{k: {} for k in added},
                       **{k: current[k] for k in rules[first:]}}
