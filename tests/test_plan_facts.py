@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import enum
 import importlib
 import io
 import types
@@ -23,8 +22,6 @@ from casefiles import build_case, discover
 
 RULES_DIR = Path(rules_pkg.__file__).parent
 RULE_MODULES = sorted(p for p in RULES_DIR.glob("*.py") if p.name != "__init__.py")
-_IMMUTABLE = (str, bytes, int, float, complex, bool, type(None), tuple, frozenset, range, types.MappingProxyType,
-              enum.Enum)
 
 
 def _imports(path: Path):
@@ -55,27 +52,68 @@ def test_no_rule_imports_inspect_or_another_rules_private_names(path):
             assert not name.startswith("_"), f"{path.name} imports {module}.{name}, another rule's private name"
 
 
-def _mutable(value) -> bool:
-    return not (isinstance(value, _IMMUTABLE) or isinstance(value, (type, types.ModuleType))
-                or callable(value))
+def _dependencies() -> list[str]:
+    """The modules outside ``rules/`` that rule modules import from (or import)."""
+    out = set()
+    for path in RULE_MODULES:
+        for module, name in _imports(path):
+            if not module.startswith("ckptlint.") or module.startswith("ckptlint.rules"):
+                continue
+            out.add(module)
+            if name and importlib.util.find_spec(module) is not None and \
+                    isinstance(getattr(importlib.import_module(module), name, None), types.ModuleType):
+                out.add(f"{module}.{name}")
+    return sorted(out)
 
 
-@pytest.mark.parametrize("path", RULE_MODULES, ids=lambda p: p.stem)
-def test_no_rule_reads_module_level_mutable_state_of_another_stage(path):
-    """A name a rule imports from outside ``rules/`` is a class, a function, a module or an immutable
-    value: never an object another stage fills in (a scope, a cache, a registry dict)."""
-    for module, name in _imports(path):
-        if not module.startswith("ckptlint.") or module.startswith("ckptlint.rules") or name is None:
+def _state(module_name: str) -> dict:
+    """A module's globals other than classes, functions and modules, by value (objects with
+    attributes by their attributes): what a stage could fill in and another read."""
+    out = {}
+    for k, v in vars(importlib.import_module(module_name)).items():
+        if k.startswith("__") or isinstance(v, (type, types.ModuleType)) or callable(v):
             continue
-        value = getattr(importlib.import_module(module), name, None)
-        if value is None and importlib.util.find_spec(f"{module}.{name}") is not None:
-            continue  # a submodule
-        assert not _mutable(value), f"{path.name} reads {module}.{name}, a module-level {type(value).__name__}"
+        out[k] = (id(v), repr(sorted(vars(v).items())) if hasattr(v, "__dict__") else repr(v))
+    return out
 
 
-def test_the_mutable_state_check_can_fail():
-    assert _mutable(userregex.RegexScope()) and _mutable({}) and _mutable([])
-    assert not _mutable(userregex.PATTERN_BUDGET_S) and not _mutable(userregex.RegexScope)
+def _check_case(name: str, tmp_path_factory):
+    (case,) = [c for c in discover() if c.id == name]
+    path = build_case(case, tmp_path_factory.mktemp(name.replace("/", "-")))
+    return check(str(path), [t for spec in case.data["targets"] for t in resolve(spec)])
+
+
+def test_a_check_leaves_no_module_level_state_in_what_rules_import(tmp_path_factory):
+    """A rule reads what the Plan and its context carry: the modules rules import from hold nothing that
+    a check fills in (the config regexes' outcomes were such a scope, read by CF312)."""
+    deps = _dependencies()
+    assert "ckptlint.userregex" in deps and "ckptlint.findings" in deps
+    _check_case("CF312/linear-ignore-entry", tmp_path_factory)  # lazy imports and static caches warmed up
+    before = {m: _state(m) for m in deps}
+    report = _check_case("CF312/redos-ignore-entry", tmp_path_factory)
+    assert any(f.code == "CF312" for f in report.findings)
+    after = {m: _state(m) for m in deps}
+    changed = {m: sorted(k for k in set(before[m]) | set(after[m]) if before[m].get(k) != after[m].get(k))
+               for m in deps if before[m] != after[m]}
+    assert changed == {}
+
+
+def test_the_state_check_sees_a_scope_filled_in():
+    class Scope:
+        def __init__(self) -> None:
+            self.compiled: dict = {}
+
+    mod = types.ModuleType("ckptlint_probe")
+    mod.SCOPE = Scope()
+    import sys
+
+    sys.modules["ckptlint_probe"] = mod
+    try:
+        before = _state("ckptlint_probe")
+        mod.SCOPE.compiled["x"] = 1
+        assert _state("ckptlint_probe") != before
+    finally:
+        del sys.modules["ckptlint_probe"]
 
 
 def test_userregex_keeps_no_scope_of_its_own():
