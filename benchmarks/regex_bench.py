@@ -38,7 +38,7 @@ LINEAR = [r"re:.*\.mlp\.gate\.zz$", r"re:model\.layers\.\d+\.self_attn\.zz", r"r
 GUARDED = [r"re:.*\.layers\.\d+\.mlp\.zz"]
 
 
-def _old_regex_pred(entry: str):
+def _old_regex_pred(entry: str, scope=None):
     try:
         rx = re.compile(entry[3:])
     except re.error:
@@ -56,7 +56,7 @@ def main() -> int:
     from bench import ensure_checkpoint
     from layouts import LAYOUTS
 
-    from ckptlint import matching, userregex
+    from ckptlint import matching
     from ckptlint.deployment import Deployment
     from ckptlint.reader import load_checkpoint
     from ckptlint.simulate import simulate
@@ -78,7 +78,6 @@ def main() -> int:
             order = (("old", _old_regex_pred), ("new", new_pred))
             for label, pred in (order if rep % 2 else order[::-1]):  # alternate which goes first
                 matching._regex_pred = pred
-                userregex.reset()
                 t0 = time.perf_counter()
                 plan = simulate(variant, target, Deployment())
                 dt = time.perf_counter() - t0
@@ -94,7 +93,6 @@ def main() -> int:
             order = (("old", _old_regex_pred), ("new", new_pred))
             for label, pred in (order if rep % 2 else order[::-1]):
                 matching._regex_pred = pred
-                userregex.reset()
                 lst = matching.compile_list("exact_or_regex", entries)
                 t0 = time.perf_counter()
                 for _ in range(20):

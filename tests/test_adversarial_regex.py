@@ -26,11 +26,10 @@ EVIL = r"([a-z_.0-9]+)*X"  # exponential on any name of the charset without an X
 NAME = "model.layers.0.self_attn.q_proj"
 
 
-@pytest.fixture(autouse=True)
-def fresh_scope():
-    userregex.reset()
-    yield
-    userregex.reset()
+@pytest.fixture
+def scope():
+    """The config regexes of one check (a fresh time budget): passed explicitly, never a global."""
+    return userregex.RegexScope()
 
 
 # --- the static bound ---------------------------------------------------------------------------
@@ -58,8 +57,8 @@ def test_fullmatch_counts_the_trailing_repeat():
 
 # --- the deadline ---------------------------------------------------------------------------------
 
-def test_catastrophic_pattern_is_undecided_within_its_budget():
-    rx = userregex.compile_user(EVIL)
+def test_catastrophic_pattern_is_undecided_within_its_budget(scope):
+    rx = scope.compile(EVIL)
     t0 = time.monotonic()
     assert not rx.match(NAME)
     first = time.monotonic() - t0
@@ -71,28 +70,28 @@ def test_catastrophic_pattern_is_undecided_within_its_budget():
     assert time.monotonic() - t0 < 0.1 and rx.undecided_count == 1001 and len(rx.undecided_names) == 5
 
 
-def test_all_patterns_share_a_total_budget():
+def test_all_patterns_share_a_total_budget(scope):
     t0 = time.monotonic()
-    got = [bool(userregex.compile_user(f"([a-z_.0-9]+)*X{i}").match(NAME)) for i in range(8)]
+    got = [bool(scope.compile(f"([a-z_.0-9]+)*X{i}").match(NAME)) for i in range(8)]
     assert got == [False] * 8
     assert time.monotonic() - t0 < userregex.TOTAL_BUDGET_S + 1.0
-    reasons = [userregex.lookup(f"([a-z_.0-9]+)*X{i}").reason for i in range(8)]
+    reasons = [scope.lookup(f"([a-z_.0-9]+)*X{i}").reason for i in range(8)]
     assert reasons[0].startswith("did not finish") and reasons[-1].startswith("out of time")
 
 
-def test_guarded_pattern_that_finishes_gives_pythons_answer():
-    rx = userregex.compile_user(r"(\w+\.)*experts")
+def test_guarded_pattern_that_finishes_gives_pythons_answer(scope):
+    rx = scope.compile(r"(\w+\.)*experts")
     assert not rx.linear
     assert rx.match("model.layers.0.mlp.experts") and not rx.match("model.layers.0.mlp.gate")
     assert rx.reason is None and rx.undecided_count == 0
 
 
-def test_no_timer_off_the_main_thread_means_not_run():
+def test_no_timer_off_the_main_thread_means_not_run(scope):
     out = {}
 
     def work():
-        out["evil"] = bool(userregex.compile_user(EVIL).match(NAME))
-        out["linear"] = bool(userregex.compile_user(r".*q_proj").match(NAME))
+        out["evil"] = bool(scope.compile(EVIL).match(NAME))
+        out["linear"] = bool(scope.compile(r".*q_proj").match(NAME))
 
     t0 = time.monotonic()
     th = threading.Thread(target=work)
@@ -100,30 +99,30 @@ def test_no_timer_off_the_main_thread_means_not_run():
     th.join(10)
     assert time.monotonic() - t0 < 1.0
     assert out == {"evil": False, "linear": True}
-    assert userregex.lookup(EVIL).reason.startswith("no timer here")
+    assert scope.lookup(EVIL).reason.startswith("no timer here")
 
 
-def test_a_program_that_uses_sigalrm_keeps_it():
+def test_a_program_that_uses_sigalrm_keeps_it(scope):
     def mine(signum, frame):
         pass
 
     old = signal.signal(signal.SIGALRM, mine)
     try:
-        assert not userregex.compile_user(EVIL).match(NAME)
+        assert not scope.compile(EVIL).match(NAME)
         assert signal.getsignal(signal.SIGALRM) is mine
-        assert userregex.lookup(EVIL).reason.startswith("no timer here")
+        assert scope.lookup(EVIL).reason.startswith("no timer here")
     finally:
         signal.signal(signal.SIGALRM, old)
 
 
-def test_skip_list_modes_use_the_bounded_matcher():
+def test_skip_list_modes_use_the_bounded_matcher(scope):
     t0 = time.monotonic()
-    lst = compile_list("exact_or_regex", ["lm_head", "re:" + EVIL, "re:.*q_proj"])
+    lst = compile_list("exact_or_regex", ["lm_head", "re:" + EVIL, "re:.*q_proj"], scope)
     assert lst.first_match(NAME) == "re:.*q_proj"  # the evil entry is undecided, then the next one matches
-    glob = compile_list("glob_component", ["model.layers.*(a|aa)+b"])  # ModelOpt: metacharacters pass through
+    glob = compile_list("glob_component", ["model.layers.*(a|aa)+b"], scope)  # ModelOpt: metacharacters pass through
     assert glob.first_match("model.layers.0." + "a" * 40) is None
     assert time.monotonic() - t0 < userregex.TOTAL_BUDGET_S + 1.0
-    assert userregex.lookup(EVIL).undecided_count == 1
+    assert scope.lookup(EVIL).undecided_count == 1
 
 
 # --- semantics: whatever finishes is Python's answer --------------------------------------------
@@ -146,8 +145,7 @@ def _pattern() -> st.SearchStrategy[str]:
 @settings(max_examples=400, deadline=None)
 @given(_pattern(), st.lists(st.text(alphabet="ab.1", max_size=12), min_size=1, max_size=5), st.booleans())
 def test_bounded_match_equals_re(pattern, names, full):
-    userregex.reset()
-    rx = userregex.compile_user(pattern, full)
+    rx = userregex.RegexScope().compile(pattern, full)
     py = re.compile(pattern)
     for n in names:
         try:
@@ -168,15 +166,14 @@ def test_regex_engine_failure_is_undecided_not_a_crash():
         pass
     else:  # a Python whose engine does not fail: nothing to guard
         pytest.skip("this Python's re matches the pattern")
-    userregex.reset()
-    rx = userregex.compile_user(pattern)
+    rx = userregex.RegexScope().compile(pattern)
     assert not rx.linear
     assert rx.match(name) is False and rx.undecided_names == [name]
     assert "SystemError" in rx.reason
 
 
-def test_invalid_patterns_match_nothing_as_before():
-    assert userregex.compile_user("(") is None
+def test_invalid_patterns_match_nothing_as_before(scope):
+    assert scope.compile("(") is None
     assert compile_list("exact_or_regex", ["re:("]).invalid() == ["re:("]
 
 
@@ -207,7 +204,6 @@ def test_cf312_ct_target_and_gptq_dynamic_rule(tmp_path):
     rep = run(build(tmp_path, ct, name="ct"), "vllm==0.33.0")
     (f,) = [f for f in rep.findings if f.code == "CF312"]
     assert f.message.startswith("config_groups target")
-    userregex.reset()
     gq = dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"+:" + EVIL: {"bits": 8}}))
     rep = run(build(tmp_path, gq, name="gptq"), "vllm==0.33.0")
     (f,) = [f for f in rep.findings if f.code == "CF312"]

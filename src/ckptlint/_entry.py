@@ -13,10 +13,10 @@ def main() -> None:
         sys.stdout.write(f"ckptlint {__version__}\n")
         return
     early = _early_reading(args)
-    from ckptlint.cli import common
+    from ckptlint import options
     from ckptlint.cli import main as cli_main
 
-    common.KEEP_UNTIL_EXIT = []  # this process ends with os._exit: nothing needs freeing
+    options.KEEP_UNTIL_EXIT = []  # this process ends with os._exit: nothing needs freeing
 
     code: object = 0
     try:

@@ -17,19 +17,24 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from dataclasses import dataclass
+from typing import Callable, Iterable
 
-from ckptlint.cli import common
-from ckptlint.cli.common import SharedArgs, UsageError
+from ckptlint import options
 from ckptlint.inputs import not_a_checkpoint, resolve_input
+from ckptlint.options import ResolvedTargets, SharedArgs, UsageError
+from ckptlint.outcome import Outcome
+
+__all__ = ["CheckRequest", "Outcome", "check_one", "jobs_for", "render", "run_many", "write_many_baseline"]
 
 @dataclass(frozen=True)
 class CheckRequest:
     """What to check and how to report it, the same for every checkpoint of a run (picklable)."""
 
     shared: SharedArgs = SharedArgs()
-    targets: tuple[str, ...] | None = None  # --target specs; None: the settings' or the default
+    # --target, resolved once by the command (targets are pickled by release); None: each checkpoint's
+    # settings' target, else the default
+    targets: ResolvedTargets | None = None
     formats: tuple[str, ...] = ("text",)  # text | markdown | json | jsonl | sarif | github; () for none
     fail_on: str | None = None
     select: tuple[str, ...] | None = None
@@ -43,20 +48,6 @@ class CheckRequest:
     width: int = 100
     progress: bool = False  # a progress line while reading shards (one checkpoint on a terminal)
     many: bool = False  # one of several checkpoints (Markdown sections one level down)
-
-
-@dataclass
-class Outcome:
-    path: str
-    outputs: dict[str, str] = field(default_factory=dict)  # format -> the report in it
-    annotations: list[tuple[int, str]] = field(default_factory=list)  # github: (severity rank, line)
-    targets: list[str] = field(default_factory=list)
-    verdicts: list[dict[str, Any]] = field(default_factory=list)
-    failing: bool = False
-    error: str | None = None
-    notes: list[str] = field(default_factory=list)  # for stderr
-    seconds: float = 0.0
-    baseline_entries: tuple[str, list] | None = None  # --write-baseline of several: (key, entries)
 
 
 def _selection(cfg, req: CheckRequest, checkpoint: str, out: Outcome):
@@ -96,18 +87,17 @@ def _report(path: str, req: CheckRequest, out: Outcome):
         raise UsageError(str(exc)) from None
     # A source starts reading shard headers in the background now, while the rest is set up.
     with src if isinstance(src, Source) else contextlib.nullcontext(src):
-        cfg = common.settings(target, req.shared)
+        cfg = options.settings(target, req.shared)
         selection, known = _selection(cfg, req, target, out)
-        specs = list(req.targets) if req.targets else cfg.config.target
-        targets = common.targets(specs)
-        range_notes = common.range_notes(specs)
-        dep = common.deployment(cfg, req.shared, memory=True, kv_cache_fraction=req.kv_cache_fraction)
+        resolved = req.targets if req.targets is not None else options.resolve_targets(cfg.config.target)
+        targets, range_notes = list(resolved.targets), list(resolved.notes)
+        dep = options.deployment(cfg, req.shared, memory=True, kv_cache_fraction=req.kv_cache_fraction)
         try:
             report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
             raise UsageError(not_a_checkpoint(src, exc)) from None
-    if common.KEEP_UNTIL_EXIT is not None:
-        common.KEEP_UNTIL_EXIT.append(report)
+    if options.KEEP_UNTIL_EXIT is not None:
+        options.KEEP_UNTIL_EXIT.append(report)
     report.input_note = note
     report.range_notes = range_notes
     out.notes += [f"ckptlint: note: {n}" for n in range_notes]
@@ -243,7 +233,7 @@ def jobs_for(paths: list[str]) -> int:
 def _init_worker() -> None:
     # The run is already parallel over checkpoints: no second process per checkpoint for shard headers.
     os.environ["CKPTLINT_JOBS"] = "1"
-    common.KEEP_UNTIL_EXIT = None
+    options.KEEP_UNTIL_EXIT = None
 
 
 def run_many(paths: list[str], req: CheckRequest, jobs: int | None = None,

@@ -23,7 +23,7 @@ class Deployment:
     # False = `--disable-shared-experts-fusion`.
     shared_experts_fusion: bool | None = None
     # Memory fit (DP806): checked when the user states the deployment (--gpu or --tp); the share of
-    # the GPU's memory the KV cache needs at least (None: ckptlint.inspect.DEFAULT_KV_CACHE_FRACTION).
+    # the GPU's memory the KV cache needs at least (None: ckptlint.hardware.memory.DEFAULT_KV_CACHE_FRACTION).
     memory_check: bool = False
     kv_cache_fraction: float | None = None
 
@@ -34,6 +34,21 @@ class Deployment:
         par = f"TP={self.tp}" + (f", EP={self.ep}" if self.ep != 1 else "") + (", DP attention" if self.dp_attention else "")
         flags = "--disable-shared-experts-fusion" if self.shared_experts_fusion is False else "default server flags"
         return f"{gpu} ({platform}), {par}, {flags}, {spec}"
+
+    # The assumptions a deployment finding states (rules DP8xx).
+    def gpu_assumption(self, gpu) -> str:
+        """The GPU a finding assumed (``gpu``: its record in ckptlint/hardware/gpus.toml) and why."""
+        how = "--gpu" if self.gpu is not None else "the GPU on which the checkpoint's format runs natively (default)"
+        return f"GPU: {gpu.label}, {how}"
+
+    def parallel_assumption(self) -> str:
+        """The tensor/expert-parallel layout a finding assumed."""
+        out = f"tensor parallel {self.tp}"
+        if self.ep != 1:
+            out += f", expert parallel {self.ep}"
+        if self.dp_attention:
+            out += ", data-parallel attention (attention projections whole on every rank)"
+        return out
 
 
 def default_gpu_key(method: str | None, scheme: str | None, platform: str | None = None,

@@ -21,6 +21,7 @@ from ckptlint.targets import Target
 
 if TYPE_CHECKING:
     from ckptlint.selection import Selection
+    from ckptlint.userregex import RegexScope
 
 SCHEMA_VERSION = 1
 
@@ -118,23 +119,29 @@ def check(path: str, targets: list[Target], deployment: Deployment | None = None
 
 
 def check_loaded(ckpt: Checkpoint, targets: list[Target], deployment: Deployment | None = None,
-                 selection: "Selection | None" = None, baseline: set[str] | None = None) -> Report:
+                 selection: "Selection | None" = None, baseline: set[str] | None = None,
+                 regexes: "RegexScope | None" = None) -> Report:
     """Run the rules on an already-read checkpoint (also used by ``fix`` to verify an edit), then
-    :func:`finish` the report: select, apply the baseline, aggregate for display."""
-    from ckptlint import userregex
-
-    userregex.reset()  # fresh time budgets for the config's regular expressions (one check at a time)
+    :func:`finish` the report: select, apply the baseline, aggregate for display. The config's
+    regular expressions get the time budgets of ``regexes`` (default: a fresh scope for this check)."""
     deployment = deployment or Deployment()
     t1 = time.perf_counter()
-    findings, plans, sim = run_rules(ckpt, targets, deployment)
+    findings, plans, sim = run_rules(ckpt, targets, deployment, regexes)
     report = Report(ckpt, targets, [], plans, deployment)
     finish(report, findings, selection, baseline)
     report.timings.update({"simulate": sim, "rules": time.perf_counter() - t1 - sim})
     return report
 
 
-def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment) -> tuple[list[Finding], dict[str, Plan], float]:
-    """Every rule on the checkpoint and on each target's plan: (findings, one per module, plans, seconds simulating)."""
+def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment,
+              regexes: "RegexScope | None" = None) -> tuple[list[Finding], dict[str, Plan], float]:
+    """Every rule on the checkpoint and on each target's plan: (findings, one per module, plans, seconds
+    simulating). The targets' simulations share one scope of config regexes (``regexes``; None: a fresh
+    one), so a pattern undecided on one target's names is not run again on the next."""
+    if regexes is None:
+        from ckptlint.userregex import RegexScope
+
+        regexes = RegexScope()
     rules = [r() for r in ALL_RULES]
     findings: list[Finding] = []
     ctx = RuleContext(checkpoint=ckpt, deployment=deployment)
@@ -145,7 +152,7 @@ def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment) -
     sim = 0.0
     for target in targets:
         s0 = time.perf_counter()
-        plan = simulate(ckpt, target, deployment) if ckpt.config is not None else None
+        plan = simulate(ckpt, target, deployment, regexes) if ckpt.config is not None else None
         sim += time.perf_counter() - s0
         if plan is not None:
             plans[target.id] = plan

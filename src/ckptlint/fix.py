@@ -70,9 +70,11 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     of each framework) is a regression."""
     targets = list(target) if isinstance(target, (list, tuple)) else [target]
     deployment = deployment or Deployment()
-    userregex.reset()  # config regexes get a fresh time budget for this checkpoint
     ckpt = load_checkpoint(path)
-    report = check_loaded(ckpt, targets, deployment)
+    # the config's regexes: a fresh time budget per check, and the `dynamic` rules of an edit matched in the
+    # scope of the check it follows (as the check matched them)
+    regexes = userregex.RegexScope()
+    report = check_loaded(ckpt, targets, deployment, regexes=regexes)
     out = FixPlan()
     out.not_fixable += [(f, f.message.removeprefix(f"{f.file}: ") + " (ckptlint edits only a config file it can read)")
                         for f in report.findings if f.target is None and f.code in ("CF302", "CF303")
@@ -106,7 +108,7 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
     if text is None:
         text = (Path(path) / source).read_bytes().decode("utf-8")
     try:
-        edit = _Edit(text, source, key, method_keys)
+        edit = _Edit(text, source, key, method_keys, regexes)
     except jsonlimits.JsonLimitError as exc:  # (the check reported it already; never edited)
         out.not_fixable += [(f, f"{source} is {exc.message}: ckptlint does not edit it") for f, _ in suggestions]
         return _flush(out, deferred)
@@ -132,7 +134,8 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
             edited.config = doc
         else:
             edited.hf_quant_config = doc
-        after = check_loaded(edited, targets, deployment)
+        edit.regexes = userregex.RegexScope()  # the next attempt's rules are matched as this check matches them
+        after = check_loaded(edited, targets, deployment, regexes=edit.regexes)
         broken = [f for f in after.findings if f.code.startswith("CF") and (f.code, f.message) not in known_config]
         if broken:  # the frameworks would no longer read the edited config as intended
             out.not_fixable += [(f, f"the edited {source} would fail {broken[0].code}: {broken[0].message}")
@@ -224,8 +227,11 @@ class _Edit:
     ``dynamic`` (``-:`` keys of an object) ``"-:<regex>": {}`` members. An existing value of
     another type is never replaced (``null`` counts as absent, as the frameworks read it)."""
 
-    def __init__(self, text: str, source: str, key: str, method_keys: list[str]) -> None:
+    def __init__(self, text: str, source: str, key: str, method_keys: list[str],
+                 regexes: userregex.RegexScope | None = None) -> None:
         self.text, self.source = text, source
+        # the scope of the check the edit follows: its `dynamic` rules are matched in it
+        self.regexes = regexes if regexes is not None else userregex.RegexScope()
         self.section = "quantization_config" if source == "config.json" else "quantization"
         self.dynamic = key == "dynamic" and "dynamic" in method_keys
         self.key = "dynamic" if self.dynamic else key
@@ -255,7 +261,7 @@ class _Edit:
             # first existing rule that matches a module they are for, else at the end.
             rules = list(current)
             first = min((i for i, k in enumerate(rules) if isinstance(k, str) and any(
-                _rule_matches(k, e) for e in additions)), default=len(rules))
+                _rule_matches(k, e, self.regexes) for e in additions)), default=len(rules))
             before = rules[first] if first < len(rules) else None
             merged = {**{k: current[k] for k in rules[:first]}, **{k: {} for k in added},
                       **{k: current[k] for k in rules[first:]}}
@@ -280,11 +286,11 @@ def _dynamic_key(entry: str) -> str:
     return "-:" + (entry[3:] if entry.startswith("re:") else re.escape(entry) + "$")
 
 
-def _rule_matches(rule: str, name: str) -> bool:
+def _rule_matches(rule: str, name: str, regexes: userregex.RegexScope) -> bool:
     # A GPTQModel `dynamic` key (`-:`/`+:`/bare regex) re.match'ed against a module name (not a `re:` entry).
     if name.startswith("re:"):
         return False
-    rx = userregex.compile_user(rule[2:] if rule[:2] in ("-:", "+:") else rule)
+    rx = regexes.compile(rule[2:] if rule[:2] in ("-:", "+:") else rule)
     return rx is not None and rx.match(name) is not None
 
 

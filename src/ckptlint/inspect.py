@@ -18,8 +18,8 @@ not load (e.g. MTP layers with speculative decoding off) are not counted on the 
 The deployment *fits* when the KV cache left is at least ``DEFAULT_KV_CACHE_FRACTION`` (10%) of
 the GPU's memory (``--kv-cache-fraction``): a server whose KV cache is a sliver of the GPU starts
 but serves few sequences, or refuses to start (vLLM, when one sequence of the model's max length
-does not fit). :func:`memory_fit` is shared with rule DP806, which reports the same numbers in
-``ckptlint check --gpu/--tp``.
+does not fit). :func:`memory_fit` (``ckptlint.hardware.memory``) is shared with rule DP806, which reports the same
+numbers in ``ckptlint check --gpu/--tp``.
 """
 
 from __future__ import annotations
@@ -28,23 +28,16 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ckptlint.checkpoint import DTYPE_BITS, Checkpoint, TensorInfo
+from ckptlint.checkpoint import Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment, default_gpu_key
+from ckptlint.hardware.memory import (DEFAULT_KV_CACHE_FRACTION, DEFAULT_RESERVE_FRACTION, MemoryFit,
+                                      memory_fit, module_bytes, per_gpu_weights, tensor_bytes)
 from ckptlint.render.safe import clean as _clean_text
 
-DEFAULT_RESERVE_FRACTION = 0.08
-# The KV cache must get at least this share of the GPU's memory (after weights and reserve) for a
-# deployment to count as fitting: below it the server starts with room for few sequences, or (vLLM)
-# refuses to start when one sequence of the model's max length does not fit. ``--kv-cache-fraction``.
-DEFAULT_KV_CACHE_FRACTION = 0.10
+__all__ = ["DEFAULT_KV_CACHE_FRACTION", "DEFAULT_RESERVE_FRACTION", "Inspection", "MemoryFit", "fit_words",
+           "inspect_checkpoint", "memory_fit", "per_gpu_weights", "render_json", "render_text", "tensor_bytes"]
+
 _PACKED = {"U8": 2, "I32": 8}  # logical 4-bit values per stored element of packed quantized weights
-
-
-def tensor_bytes(t: TensorInfo) -> int:
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n * DTYPE_BITS.get(t.dtype, 0) // 8
 
 
 def _numel(t: TensorInfo) -> int:
@@ -90,70 +83,9 @@ class Inspection:
         return d
 
 
-@dataclass(frozen=True)
-class MemoryFit:
-    """What one GPU holds under the deployment: weights, the runtime reserve, and the KV cache left.
-
-    ``status``: "fits" (the KV cache gets at least ``kv_needed_bytes``), "tight" (it gets less but
-    more than nothing), "no-kv-cache" (the weights fit but leave nothing for the KV cache) or
-    "weights-exceed" (the weights alone do not fit)."""
-
-    gpu_label: str
-    memory_bytes: int
-    weights_bytes: int
-    reserve_bytes: int
-    kv_cache_bytes: int
-    kv_needed_bytes: int
-    kv_fraction: float
-    status: str
-
-    @property
-    def fits(self) -> bool:
-        return self.status == "fits"
-
-
-def memory_fit(gpu, weights_bytes: int, reserve_bytes: int | None = None,
-               kv_fraction: float | None = None) -> MemoryFit:
-    memory = gpu.memory_bytes
-    reserve = reserve_bytes if reserve_bytes is not None else round(memory * DEFAULT_RESERVE_FRACTION)
-    fraction = DEFAULT_KV_CACHE_FRACTION if kv_fraction is None else kv_fraction
-    kv = memory - weights_bytes - reserve
-    needed = round(memory * fraction)
-    status = ("weights-exceed" if weights_bytes > memory else "no-kv-cache" if kv <= 0 else
-              "tight" if kv < needed else "fits")
-    return MemoryFit(gpu.label, memory, weights_bytes, reserve, kv, needed, fraction, status)
-
-
-def _module_bytes(rm) -> int:
-    return sum(tensor_bytes(t) for s in rm.shards for t in s.tensors)
-
-
-def per_gpu_weights(plan, deployment: Deployment) -> tuple[float, float, set[str]]:
-    """(replicated bytes, sharded bytes per GPU, names of the tensors the plan loads) for a
-    simulated plan under the deployment's TP/EP layout (``hardware/parallel.toml``)."""
-    from ckptlint.hardware.parallel import layout
-
-    lay = layout(plan, deployment)
-    seen: set[str] = set()
-    replicated = sharded = 0.0
-    for name, rm in plan.modules.items():
-        mbytes = _module_bytes(rm)
-        seen.update(t.name for s in rm.shards for t in s.tensors)
-        p = lay.get(name)
-        if p is None or p.dim == "replicated" or (p.tp <= 1 and p.ep <= 1):
-            replicated += mbytes
-        elif p.dim == "moe":
-            experts = len({s.expert for s in rm.shards if s.expert is not None}) or 1
-            local = -(-experts // p.ep)
-            sharded += mbytes * local / experts / p.tp
-        else:
-            sharded += mbytes / p.tp
-    return replicated, sharded, seen
-
-
 def _count_schemes(ins: "Inspection", plan) -> None:
     for rm in plan.modules.values():
-        mbytes = _module_bytes(rm)
+        mbytes = module_bytes(rm)
         quantized = bool(rm.decision and rm.decision.quantized and rm.decision.scheme)
         params = 0
         for s in rm.shards:

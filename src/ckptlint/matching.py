@@ -3,7 +3,8 @@
 Each mode transcribes one upstream matching primitive (cited in the target data that uses it).
 Entries are compiled once per list; matching a module is then one pass over the compiled list.
 Patterns the config supplies (``re:`` entries, ModelOpt globs) run through ckptlint.userregex,
-which bounds their time.
+which bounds their time: a list is compiled in the check's ``RegexScope`` (passed in), so that
+every target of the check shares the patterns' budgets and outcomes.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ckptlint.userregex import compile_user
+from ckptlint.userregex import RegexScope
 
 Predicate = Callable[[str], bool]
 
@@ -23,18 +24,18 @@ def glob_regex(entry: str) -> str:
     return entry.replace(".", r"\.").replace("*", ".*")
 
 
-def _regex_pred(entry: str) -> Predicate | None:
+def _regex_pred(entry: str, scope: RegexScope) -> Predicate | None:
     # `re:` entries: re.match, anchored at the start only (compressed-tensors / Quark convention),
     # bounded (ckptlint.userregex).
-    rx = compile_user(entry[3:])
+    rx = scope.compile(entry[3:])
     return rx.match if rx is not None else None
 
 
-def _compile_one(mode: str, entry: str) -> Predicate | None:
+def _compile_one(mode: str, entry: str, scope: RegexScope) -> Predicate | None:
     if mode == "exact":
         return entry.__eq__
     if mode == "exact_or_regex":
-        return _regex_pred(entry) if entry.startswith("re:") else entry.__eq__
+        return _regex_pred(entry, scope) if entry.startswith("re:") else entry.__eq__
     if mode == "substring":
         return lambda name: entry in name
     if mode == "substring_ci":
@@ -43,12 +44,12 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
     if mode == "regex_or_substring_ci":
         # `re:` entries are regexes only (re.match); other entries a case-insensitive substring.
         if entry.startswith("re:"):
-            return _regex_pred(entry)
+            return _regex_pred(entry, scope)
         low = entry.lower()
         return lambda name: low in name.lower()
     if mode == "suffix":
         if entry.startswith("re:"):
-            return _regex_pred(entry)
+            return _regex_pred(entry, scope)
         dotted = "." + entry
         return lambda name: name == entry or name.endswith(dotted)
     if mode in ("dotted_path", "dotted_path_strip"):
@@ -59,7 +60,7 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
             return lambda name: (lambda n: n == entry or n.startswith(start) or inner in "." + n + ".")(name.rstrip("."))
         return lambda name: name == entry or name.startswith(start) or inner in "." + name + "."
     if mode == "glob_component":
-        glob = compile_user(glob_regex(entry), full=True)
+        glob = scope.compile(glob_regex(entry), full=True)
         if glob is None:
             return None
         full = glob.match
@@ -83,14 +84,14 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
         return either
     if mode == "glob_whole":
         # SGLang 0.5.5 NVFP4 is_layer_excluded: every entry as a ModelOpt glob, fullmatch of the whole prefix.
-        glob = compile_user(glob_regex(entry), full=True)
+        glob = scope.compile(glob_regex(entry), full=True)
         return glob.match if glob is not None else None
     if mode == "glob_full":
         # vLLM 0.11 NVFP4: an entry holding `*` or `.` is a ModelOpt glob fullmatch'ed against the whole
         # name; any other entry is left to the exact test before it.
         if "*" not in entry and "." not in entry:
             return lambda name: False
-        glob = compile_user(glob_regex(entry), full=True)
+        glob = scope.compile(glob_regex(entry), full=True)
         return glob.match if glob is not None else None
     if mode == "substring_proper":
         # A substring other than the whole name (`entry != name and entry in name`), or of the name without
@@ -103,7 +104,7 @@ def _compile_one(mode: str, entry: str) -> Predicate | None:
     if mode == "gptq_dynamic":
         # GPTQModel `dynamic` keys: `-:<regex>` (excludes) or `+:<regex>` / `<regex>` (a per-module
         # override that keeps the module quantized), each re.match'ed; the first rule that matches decides.
-        rx = compile_user(entry[2:] if entry[:2] in ("-:", "+:") else entry)
+        rx = scope.compile(entry[2:] if entry[:2] in ("-:", "+:") else entry)
         return rx.match if rx is not None else None
     raise ValueError(f"unknown match mode {mode!r}")
 
@@ -298,6 +299,9 @@ class CompiledList:
         return [e for e, p in zip(self.entries, self.preds) if p is None]
 
 
-def compile_list(mode: str, entries: Iterable[str]) -> CompiledList:
+def compile_list(mode: str, entries: Iterable[str], regexes: RegexScope | None = None) -> CompiledList:
+    """The entries compiled for ``mode``; their config regexes in ``regexes`` (the check's scope;
+    None: a scope of the list's own)."""
     items = [e for e in entries if isinstance(e, str)]
-    return CompiledList(mode, items, [_compile_one(mode, e) for e in items])
+    scope = regexes if regexes is not None else RegexScope()
+    return CompiledList(mode, items, [_compile_one(mode, e, scope) for e in items])

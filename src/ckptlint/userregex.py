@@ -18,12 +18,15 @@ stalls on the same names at start-up), not a guess from a different engine:
   interrupts ``re`` (which checks for signals while it backtracks) when the pattern has used up its
   budget. The first ``FREE_CALL_S`` of each call are free; time beyond that is charged to the
   pattern (``PATTERN_BUDGET_S``) and to all patterns together (``TOTAL_BUDGET_S``). A pattern out of
-  budget is **undecided**: it matches nothing from then on, and :func:`lookup` reports it (rule
-  CF312). Where no timer is available (not the main thread, no ``SIGALRM`` as on Windows, or the
+  budget is **undecided**: it matches nothing from then on, and :meth:`RegexScope.undecided` reports it
+  (rule CF312). Where no timer is available (not the main thread, no ``SIGALRM`` as on Windows, or the
   program uses ``SIGALRM`` itself) such a pattern is undecided without being run.
 
-The state (compiled patterns, budgets, undecided names) lives in one scope per process, shared by
-every target of a check; :func:`reset` starts a new one.
+The state (compiled patterns, budgets, undecided names) lives in a :class:`RegexScope`, one per
+check, shared by every target of that check and passed explicitly to whatever compiles a pattern
+(the quant-config parser, the skip-list matchers). There is no scope per process: what the
+simulation learned is handed on as :meth:`RegexScope.undecided` (a frozen snapshot the Plan
+carries, read by rule CF312).
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ import re
 import signal
 import threading
 from functools import lru_cache
-from typing import Any, Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, NamedTuple
 
 PATTERN_BUDGET_S = 1.0  # charged time after which one pattern is undecided
 TOTAL_BUDGET_S = 3.0  # charged time after which every guarded pattern is undecided
@@ -229,13 +233,15 @@ def _timed(fn: Callable[[str], Any], name: str, seconds: float) -> tuple[bool | 
 # --- the scope ------------------------------------------------------------------------------------
 
 class UserRegex:
-    """One config-supplied pattern. ``match(name)`` is truthy when the pattern matches: on a linear
-    pattern it *is* the compiled pattern's ``match`` (``fullmatch`` when ``full``), so the hot path
-    costs what a plain ``re`` call costs; otherwise it is the guarded match (a bool). (A plain class:
-    importing it is on every check's path.)"""
+    """One config-supplied pattern, compiled in a :class:`RegexScope` (whose total budget it shares).
+    ``match(name)`` is truthy when the pattern matches: on a linear pattern it *is* the compiled
+    pattern's ``match`` (``fullmatch`` when ``full``), so the hot path costs what a plain ``re`` call
+    costs; otherwise it is the guarded match (a bool). (A plain class: importing it is on every
+    check's path.)"""
 
-    def __init__(self, pattern: str, full: bool, linear: bool) -> None:
+    def __init__(self, pattern: str, full: bool, linear: bool, scope: "RegexScope") -> None:
         self.pattern, self.full, self.linear = pattern, full, linear
+        self.scope = scope
         self.spent = 0.0
         self.undecided_names: list[str] = []
         self.undecided_count = 0
@@ -251,7 +257,7 @@ class UserRegex:
             self.reason = ("no timer here (not the main thread, or no SIGALRM on this platform), and "
                            "ckptlint does not run a regex it cannot bound")
             return self._undecided(name)
-        scope = _SCOPE
+        scope = self.scope
         budget = min(PATTERN_BUDGET_S - self.spent, TOTAL_BUDGET_S - scope.spent)
         if budget <= 0.001:
             self.reason = f"out of time: {self.spent:.1f} s over many names"
@@ -270,43 +276,61 @@ class UserRegex:
         return hit
 
     def _undecided(self, name: str) -> bool:
+        if not self.undecided_count:
+            self.scope._undecided[(self.pattern, self.full)] = None
         self.undecided_count += 1
         if len(self.undecided_names) < MAX_NAMES:
             self.undecided_names.append(name)
         return False
 
 
-class _Scope:
+class RegexOutcome(NamedTuple):
+    """What became of one pattern that was left undecided on some names (a snapshot: rule CF312)."""
+
+    pattern: str
+    full: bool
+    reason: str | None
+    undecided_names: tuple[str, ...]  # the first MAX_NAMES of them
+    undecided_count: int
+
+
+class RegexScope:
+    """The config regexes of one check: the compiled patterns (each compiled once, shared by every
+    target of the check) and the total time charged to them (``TOTAL_BUDGET_S``). Made by whoever
+    runs a check (``engine.check_loaded``) and passed down explicitly."""
+
     def __init__(self) -> None:
         self.spent = 0.0
         self.compiled: dict[tuple[str, bool], UserRegex | None] = {}
+        self._undecided: dict[tuple[str, bool], None] = {}  # keys whose matcher was undecided on a name
 
+    def compile(self, pattern: str, full: bool = False) -> UserRegex | None:
+        """The bounded matcher of a config-supplied pattern; None when Python's ``re`` rejects it."""
+        key = (pattern, full)
+        compiled = self.compiled
+        if key in compiled:
+            return compiled[key]
+        if len(compiled) >= 4096:
+            compiled.clear()
+        try:
+            out: UserRegex | None = UserRegex(pattern, full, is_linear(pattern, full), self)
+        except (re.error, RecursionError, OverflowError, ValueError):
+            out = None
+        compiled[key] = out
+        return out
 
-_SCOPE = _Scope()
+    def lookup(self, pattern: str, full: bool = False) -> UserRegex | None:
+        """The matcher compiled for ``pattern`` in this scope, if any (nothing is compiled here)."""
+        return self.compiled.get((pattern, full))
 
+    def undecided(self) -> Mapping[tuple[str, bool], RegexOutcome]:
+        """(pattern, full) -> outcome of every pattern of this scope left undecided on some name so
+        far (the matcher :meth:`lookup` finds for it), as a read-only snapshot."""
+        out: dict[tuple[str, bool], RegexOutcome] = {}
+        for key in self._undecided:
+            rx = self.compiled.get(key)
+            if rx is not None and rx.undecided_count:
+                out[key] = RegexOutcome(rx.pattern, rx.full, rx.reason, tuple(rx.undecided_names),
+                                        rx.undecided_count)
+        return MappingProxyType(out)
 
-def reset() -> None:
-    """A new scope: budgets, compiled patterns and undecided names start afresh (one check)."""
-    global _SCOPE
-    _SCOPE = _Scope()
-
-
-def compile_user(pattern: str, full: bool = False) -> UserRegex | None:
-    """The bounded matcher of a config-supplied pattern; None when Python's ``re`` rejects it."""
-    key = (pattern, full)
-    compiled = _SCOPE.compiled
-    if key in compiled:
-        return compiled[key]
-    if len(compiled) >= 4096:
-        compiled.clear()
-    try:
-        out: UserRegex | None = UserRegex(pattern, full, is_linear(pattern, full))
-    except (re.error, RecursionError, OverflowError, ValueError):
-        out = None
-    compiled[key] = out
-    return out
-
-
-def lookup(pattern: str, full: bool = False) -> UserRegex | None:
-    """The matcher compiled for ``pattern`` in this scope, if any (nothing is compiled here)."""
-    return _SCOPE.compiled.get((pattern, full))

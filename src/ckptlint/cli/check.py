@@ -52,12 +52,13 @@ def check(
     from ckptlint.selection import split_flags
 
     paths = _distinct(path)
-    if target:
-        common.targets(target)  # a bad --target is a usage error before anything is read
+    # resolved once, here: a bad --target is a usage error before anything is read, and every checkpoint's
+    # check gets the releases themselves
+    resolved = common.resolve_targets(target) if target else None
     extra = _extra_reports(report or [])
     tty = _is_tty(sys.stdout) and not output
     req = batch.CheckRequest(
-        shared=shared, targets=tuple(target) if target else None,
+        shared=shared, targets=resolved,
         formats=tuple(dict.fromkeys([format.value, *(f for f, _ in extra)])),
         fail_on=fail_on.value if fail_on else None, select=_tuple(split_flags(select)),
         extend_select=_tuple(split_flags(extend_select)), ignore=_tuple(split_flags(ignore)),

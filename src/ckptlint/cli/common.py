@@ -8,14 +8,13 @@ import inspect as _inspect
 import os
 import sys
 from enum import Enum
-from typing import Annotated, Any, Callable, NamedTuple, NoReturn, Optional
+from typing import Annotated, Any, Callable, NamedTuple, Optional
+
+# resolved below the command line (ckptlint.options: batch uses them too); re-exported for the commands
+from ckptlint.options import (Platform, ResolvedTargets, SharedArgs, UsageError, deployment, echo,  # noqa: F401
+                              resolve_targets, settings, targets, usage_error, validate)
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-# Set by the console entry point (ckptlint._entry), which ends the process with os._exit: a report
-# put here is never freed. Freeing a big checkpoint's report object by object, as the command's
-# frame unwinds, costs ~15 ms at 92,000 tensors for nothing.
-KEEP_UNTIL_EXIT: list | None = None
 
 
 class Format(str, Enum):
@@ -53,21 +52,6 @@ class NoVerdict(str, Enum):
 
     fail = "fail"
     pass_ = "pass"
-
-
-class Platform(str, Enum):
-    cuda = "cuda"
-    rocm = "rocm"
-
-
-class UsageError(Exception):
-    """A usage error or unusable input: ``main`` prints ``ckptlint: error: MESSAGE`` and exits 2. (An
-    exception rather than an exit, so that a run over many checkpoints can report it for one of
-    them and go on.)"""
-
-
-def usage_error(message: str) -> NoReturn:
-    raise UsageError(message)
 
 
 def emit(text: str, output: str | None) -> None:
@@ -208,19 +192,6 @@ EXIT_CODES_HELP = (
     "\b\nGlobal options (before the command): --version, --debug")
 
 
-def echo(message: str) -> None:
-    """``typer.echo(message, err=True)`` without importing typer: the same write and flush of the
-    message and a newline to stderr. click's echo differs only by removing ANSI escape sequences
-    when stderr is not a terminal, so a message with an escape character is still passed to it."""
-    if "\x1b" in message:
-        import typer
-
-        typer.echo(message, err=True)
-        return
-    sys.stderr.write(message + "\n")
-    sys.stderr.flush()
-
-
 # ----------------------------------------------------------------------------- shared options
 
 PathArg = Annotated[str, Argument(help="Checkpoint directory, .safetensors file, or hf://ORG/REPO[@REVISION].")]
@@ -231,21 +202,6 @@ KvFractionOpt = Annotated[Optional[float], Option(
 TargetsOpt = Annotated[Optional[list[str]], Option(
     "--target", "-t", help="FRAMEWORK==VERSION (e.g. sglang==0.5.15), FRAMEWORK for every verified release, or "
     "bounds such as 'vllm>=0.24'; repeatable. Default: the newest verified release of each framework.")]
-
-
-class SharedArgs(NamedTuple):
-    """The deployment options and the settings-file options as one value (see :func:`with_options`)."""
-
-    speculative: Optional[bool] = None
-    platform: Optional[Platform] = None
-    tp: Optional[int] = None
-    gpu: Optional[str] = None
-    ep: Optional[int] = None
-    dp_attention: bool = False
-    disable_shared_experts_fusion: bool = False
-    config: Optional[str] = None
-    isolated: bool = False
-    endpoint: Optional[str] = None
 
 
 _SHARED: list[tuple[str, Any]] = [
@@ -341,98 +297,6 @@ def load(path: str, endpoint: str | None):
         return load_checkpoint(src)
     except NotACheckpoint as exc:
         usage_error(not_a_checkpoint(src, exc))
-
-
-def targets(specs: list[str] | None):
-    """The releases named by ``--target`` specs (deduplicated, in order); none: the newest of each
-    framework. Besides what :func:`ckptlint.targets.resolve` accepts (``sglang==0.5.15``,
-    ``sglang``), a spec may bound the verified releases of a framework: ``vllm>=0.24``,
-    ``sglang>=0.5.9,<0.5.20`` (operators ``>=``, ``>``, ``<=``, ``<``)."""
-    from ckptlint.targets import TargetError, newest_targets, resolve_spec
-
-    if not specs:
-        return newest_targets()
-    out, seen = [], set()
-    for spec in specs:
-        try:
-            for t in resolve_spec(spec):
-                if t.id not in seen:
-                    seen.add(t.id)
-                    out.append(t)
-        except TargetError as exc:
-            usage_error(str(exc))
-    return out
-
-
-def range_notes(specs: list[str] | None) -> list[str]:
-    """What each range among ``specs`` leaves out (:func:`ckptlint.targets.range_note`)."""
-    from ckptlint.targets import TargetError, range_note, resolve_spec
-
-    out = []
-    for spec in specs or []:
-        try:
-            note = range_note(spec, resolve_spec(spec))
-        except TargetError:
-            continue
-        if note and note not in out:
-            out.append(note)
-    return out
-
-
-def settings(path: str | None, shared: SharedArgs):
-    """The configuration in effect (ckptlint.config); a bad file is a usage error."""
-    from ckptlint.config import ConfigError, load
-
-    try:
-        cfg = load(path, shared.config, shared.isolated)
-    except ConfigError as exc:
-        usage_error(str(exc))
-    for note in cfg.notes:  # which settings file is used, and a checkpoint's own one that is not
-        echo(f"ckptlint: {note}")
-    return cfg
-
-
-def validate(gpu: Optional[str], tp: int, ep: Optional[int]) -> tuple:
-    """Canonical GPU key and EP size; a usage error (exit 2) for an unknown GPU or an EP that does
-    not divide TP (both frameworks split the MoE intermediate size over TP/EP ranks)."""
-    from ckptlint.hardware import get_gpu, gpu_data
-
-    key = None
-    if gpu is not None:
-        g = get_gpu(gpu)
-        if g is None:
-            usage_error(f"unknown GPU {gpu!r}; known: {', '.join(gpu_data().gpus)} (see `ckptlint gpus`)")
-        key = g.key
-    ep = ep or 1
-    if ep > tp or tp % ep:
-        usage_error(f"--ep {ep} must divide --tp {tp} (experts are split over EP ranks inside the TP group)")
-    return key, ep
-
-
-def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fraction: float | None = None):
-    """Deployment options: command line first, then the configuration file, then the defaults.
-    ``memory``: check memory fit (DP806) when the deployment is stated (--gpu, or a TP size)."""
-    from ckptlint.deployment import Deployment
-
-    c = cfg.config
-    tp = shared.tp or c.tp or 1
-    gpu, ep = validate(shared.gpu, tp, shared.ep)
-    platform = shared.platform.value if shared.platform else c.platform
-    if gpu is not None and platform is not None:
-        from ckptlint.deployment import _platform_of
-        from ckptlint.hardware import get_gpu
-
-        g = get_gpu(gpu)
-        if g is not None and _platform_of(g) != platform:
-            where = "--platform" if shared.platform else f"platform = {platform!r} in {cfg.label}"
-            usage_error(f"--gpu {shared.gpu} is a {_platform_of(g)} GPU and {where} says {platform}: "
-                        "give one of them, or a GPU of that platform (`ckptlint gpus`)")
-    stated = shared.gpu is not None or shared.tp is not None or c.tp is not None
-    return Deployment(speculative=shared.speculative if shared.speculative is not None else c.speculative,
-                      platform=platform, tp=tp, gpu=gpu, ep=ep,
-                      dp_attention=shared.dp_attention,
-                      shared_experts_fusion=False if shared.disable_shared_experts_fusion else None,
-                      memory_check=memory and stated, kv_cache_fraction=kv_cache_fraction)
 
 
 def newest_sglang():

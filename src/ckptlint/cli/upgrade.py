@@ -44,15 +44,17 @@ def upgrade(
     """Which checkpoints break, or get fixed, when the server is upgraded from one release to another."""
     from ckptlint import batch
 
-    releases = []
+    chosen = []
     for spec, opt in ((from_, "--from"), (to, "--to")):
         ts = common.targets([spec])
         if len(ts) != 1:
             usage_error(f"{opt} takes one release: FRAMEWORK==VERSION")
-        releases.append(ts[0].id)
+        chosen.append(ts[0])
+    releases = [t.id for t in chosen]
     if releases[0] == releases[1]:
         usage_error("--from and --to name the same release")
-    req = batch.CheckRequest(shared=shared, targets=tuple(releases), formats=(), many=len(path) > 1)
+    req = batch.CheckRequest(shared=shared, targets=common.ResolvedTargets(tuple(chosen)), formats=(),
+                             many=len(path) > 1)
     outcomes = batch.run_many(list(path), req, on_result=None if quiet else _progress(len(path)))
     rows = [_row(o, releases) for o in outcomes]
     text = _json(rows, releases) if format is Format.json else _text(rows, releases)

@@ -19,7 +19,7 @@ from typing import Any
 from ckptlint.findings import Consequence, Finding
 from ckptlint.quant.lenient import REQUIRED, Invalid, Lenient
 from ckptlint.quant.schemes import SCHEMES, Scheme, scheme_fp8, scheme_from_quark_layer
-from ckptlint.userregex import UserRegex, compile_user
+from ckptlint.userregex import RegexScope, UserRegex
 
 __all__ = ["QuantConfig", "parse_quant_config", "Scheme", "SCHEMES"]
 
@@ -118,12 +118,14 @@ class QuantConfig:
 @dataclass
 class CompressedTensorsConfig(QuantConfig):
     groups: list[tuple[list[str], Scheme | None]] = field(default_factory=list)
+    # each `re:` target's bounded matcher, compiled with the config (None: re rejects it, the target never matches)
+    target_rx: dict[str, UserRegex | None] = field(default_factory=dict, repr=False, compare=False)
 
     def _match_name(self, name: str) -> Scheme | None | bool:
         for targets, scheme in self.groups:
             for t in targets:
                 if t.startswith("re:"):
-                    rx = compile_user(t[3:])  # bounded; None: re rejects it, the target never matches
+                    rx = self.target_rx.get(t)
                     if rx is not None and rx.match(name):
                         return scheme
                 elif t == name:
@@ -221,9 +223,10 @@ def _validation_finding(exc: Invalid, where: str, method: str, file: str) -> Fin
     return _bad(f"`{where}.{loc}` is invalid for quant_method {method!r}: {err.get('msg')}", file)
 
 
-def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str, Any] | None
-                       ) -> tuple[QuantConfig | None, list[Finding]]:
-    """Which quantization config applies, and its parsed form.
+def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str, Any] | None,
+                       regexes: RegexScope | None = None) -> tuple[QuantConfig | None, list[Finding]]:
+    """Which quantization config applies, and its parsed form. The config's regular expressions are
+    compiled in ``regexes`` (the check's scope; None: one of this config's own).
 
     ``config.json``'s ``quantization_config`` wins when present (SGLang reads
     ``hf_quant_config.json`` only when config.json has none: `modelopt_quant.py`; vLLM's
@@ -248,13 +251,13 @@ def parse_quant_config(config: dict[str, Any] | None, hf_quant_config: dict[str,
         return QuantConfig(method=method, method_key=method, source_file="config.json", raw=qc,
                            default_scheme=None, known=False), findings
     try:
-        return parser(qc, method), findings
+        return parser(qc, method, regexes if regexes is not None else RegexScope()), findings
     except Invalid as exc:
         findings.append(_validation_finding(exc, "quantization_config", method, "config.json"))
         return None, findings
 
 
-def _parse_quark(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_quark(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = QuarkConfig.model_validate(qc)
     layer = [(k, scheme_from_quark_layer(v)) for k, v in (model.layer_quant_config or {}).items()]
     types = {k: scheme_from_quark_layer(v) for k, v in (model.layer_type_quant_config or {}).items()}
@@ -283,7 +286,7 @@ def _mixed(cfg: dict[str, Any], method: str, source: str, layers: dict[str, Any]
     return ModelOptMixedConfig("modelopt", "modelopt_mixed", source, cfg, None, layers=schemes)
 
 
-def _parse_modelopt_flat(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_modelopt_flat(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = ModelOptFlat.model_validate(qc)
     algo = model.quant_algo or {"modelopt_fp4": "NVFP4", "modelopt_fp8": "FP8", "modelopt_mixed": "MIXED_PRECISION"}.get(method)
     key, scheme = _modelopt_scheme(algo, model.group_size)
@@ -308,7 +311,7 @@ def _parse_hf_quant_config(hq: dict[str, Any], findings: list[Finding]) -> tuple
     return QuantConfig("modelopt", key, "hf_quant_config.json", q, scheme, known=scheme is not None), findings
 
 
-def _parse_fp8(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_fp8(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = Fp8Config.model_validate(qc)
     scheme = scheme_fp8(model.weight_block_size, static=(model.activation_scheme == "static"))
     return QuantConfig("fp8", "fp8", "config.json", qc, scheme)
@@ -352,16 +355,18 @@ def _ct_scheme(group: CTGroup, top_format: str | None, version: tuple[int, ...])
     return None
 
 
-def _parse_ct(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_ct(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = CTConfig.model_validate(qc)
     version = _ct_version(model.version)
     groups = [(g.targets, _ct_scheme(g, model.format, version)) for g in model.config_groups.values()]
     first = next((s for _, s in groups if s is not None), None)
+    target_rx = {t: regexes.compile(t[3:]) for targets, _ in groups for t in targets
+                 if isinstance(t, str) and t.startswith("re:")}
     return CompressedTensorsConfig("compressed-tensors", "compressed-tensors", "config.json", qc, first,
-                                   groups=groups)
+                                   groups=groups, target_rx=target_rx)
 
 
-def _parse_gptq(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_gptq(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = GptqConfig.model_validate(qc)
     bits = model.bits
     scheme = Scheme(f"gptq_w{bits}", "gptq", "I32", pack=32 // bits if bits in (2, 4, 8) else 1, bits=bits,
@@ -371,13 +376,13 @@ def _parse_gptq(qc: dict[str, Any], method: str) -> QuantConfig:
     positive = []
     for k, v in (model.dynamic or {}).items():
         if isinstance(k, str) and not k.startswith("-:") and isinstance(v, dict):
-            rx = compile_user(k[2:] if k.startswith("+:") else k)
+            rx = regexes.compile(k[2:] if k.startswith("+:") else k)
             if rx is not None:
                 positive.append((rx, v))
     return GptqLikeConfig("gptq", "gptq", "config.json", qc, scheme, positive=positive, lm_head=model.lm_head)
 
 
-def _parse_awq(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_awq(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     model = AwqConfig.model_validate(qc)
     bits = model.bits or model.w_bit or 4
     group = model.group_size or model.q_group_size or 128
@@ -387,7 +392,7 @@ def _parse_awq(qc: dict[str, Any], method: str) -> QuantConfig:
     return GptqLikeConfig("awq", "awq", "config.json", qc, scheme)
 
 
-def _parse_mxfp4(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_mxfp4(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     scheme = Scheme("mxfp4", "gptoss_mxfp4", "U8", pack=2, bits=4, group=32,
                     description="MXFP4 experts (gpt-oss _blocks/_scales)")
     return Mxfp4Config("mxfp4", "mxfp4", "config.json", qc, scheme)

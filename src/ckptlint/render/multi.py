@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ckptlint.render.safe import clean, defuse_commands, dumps
 
 if TYPE_CHECKING:
-    from ckptlint.batch import Outcome
+    from ckptlint.outcome import Outcome
 
 SHORT = {"loads": "ok", "degraded": "degr", "wrong-outputs": "WRONG", "will-not-load": "FAIL", "not-supported": "n/s",
          "no-verdict": "?"}

@@ -28,12 +28,31 @@ DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "How to fix")
 _SECTION_RE = re.compile(r"^## (.+?)\s*$", re.M)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class RuleContext:
+    """What a rule reads: the checkpoint, the deployment and, for a target-scoped rule, the target's
+    frozen Plan. The target has one source: the plan's (``plan.target``); only a target-scoped run
+    without a plan (no config.json to simulate) holds its release itself. Checkpoint-scoped rules get
+    neither (``target`` None)."""
+
     checkpoint: "Checkpoint"
     deployment: "Deployment"
-    target: "Target | None" = None
-    plan: "Plan | None" = None
+    plan: "Plan | None"
+    _unsimulated: "Target | None"  # the release when there is no plan
+
+    def __init__(self, checkpoint: "Checkpoint", deployment: "Deployment", target: "Target | None" = None,
+                 plan: "Plan | None" = None) -> None:
+        if plan is not None and target is not None and target is not plan.target:
+            raise ValueError(f"the context's target {target.id} is not its plan's ({plan.target.id})")
+        object.__setattr__(self, "checkpoint", checkpoint)
+        object.__setattr__(self, "deployment", deployment)
+        object.__setattr__(self, "plan", plan)
+        object.__setattr__(self, "_unsimulated", target if plan is None else None)
+
+    @property
+    def target(self) -> "Target | None":
+        plan = self.plan
+        return plan.target if plan is not None else self._unsimulated
 
 
 class Rule:

@@ -5,7 +5,7 @@ from typing import Iterator
 from ckptlint.findings import Consequence, Finding
 from ckptlint.matching import glob_regex
 from ckptlint.rules.base import Rule, RuleContext
-from ckptlint.userregex import PATTERN_BUDGET_S, lookup
+from ckptlint.userregex import PATTERN_BUDGET_S
 
 
 class ConfigRegexUndecided(Rule):
@@ -46,10 +46,13 @@ class ConfigRegexUndecided(Rule):
         plan = ctx.plan
         if plan is None or plan.quant is None or ctx.target is None:
             return
+        undecided = plan.undecided_regexes  # what the simulation left undecided (the check's regex scope)
+        if not undecided:
+            return
         seen: set[tuple[str, bool]] = set()
         for pattern, full, where in _patterns(plan):
-            rx = lookup(pattern, full)
-            if rx is None or not rx.undecided_count or (pattern, full) in seen:
+            rx = undecided.get((pattern, full))
+            if rx is None or (pattern, full) in seen:
                 continue
             seen.add((pattern, full))
             first = rx.undecided_names[0]

@@ -22,21 +22,6 @@ def _gpu(ctx: RuleContext):
     return ctx.plan.gpu_info if ctx.plan is not None else None
 
 
-def _gpu_assumption(ctx: RuleContext, gpu) -> str:
-    how = "--gpu" if ctx.deployment.gpu is not None else "the GPU on which the checkpoint's format runs natively (default)"
-    return f"GPU: {gpu.label}, {how}"
-
-
-def _par_assumption(ctx: RuleContext) -> str:
-    d = ctx.deployment
-    out = f"tensor parallel {d.tp}"
-    if d.ep != 1:
-        out += f", expert parallel {d.ep}"
-    if d.dp_attention:
-        out += ", data-parallel attention (attention projections whole on every rank)"
-    return out
-
-
 _EXPERT = operator.attrgetter("expert")
 
 
@@ -102,7 +87,7 @@ class GpuFormatSupport(Rule):
         for fmt, modules in sorted(formats.items()):
             s = support(gpu, fmt, fw)
             data = {"gpu": gpu.key, "architecture": gpu.architecture, "format": fmt, "modules": len(modules)}
-            assumptions = [_gpu_assumption(ctx, gpu)]
+            assumptions = [ctx.deployment.gpu_assumption(gpu)]
             if s is None:
                 yield self.finding(ctx, Consequence.HYGIENE,
                                    f"ckptlint has no data on whether {fw} runs {fmt} on {gpu.label}",
@@ -158,7 +143,7 @@ class TensorParallelIndivisible(Rule):
         fw = _parallel(ctx)
         if fw is None:
             return
-        assumptions = [_par_assumption(ctx)]
+        assumptions = [ctx.deployment.parallel_assumption()]
         for rm in _quantized(ctx.plan):
             p = rm.placement
             if p is None:
@@ -246,7 +231,7 @@ class Fp8BlockPartition(Rule):
         fw = _parallel(ctx)
         if fw is None:
             return
-        assumptions = [_par_assumption(ctx)]
+        assumptions = [ctx.deployment.parallel_assumption()]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
             p = rm.placement
@@ -349,7 +334,7 @@ class GroupPartition(Rule):
         fw = _parallel(ctx)
         if fw is None:
             return
-        assumptions = [_par_assumption(ctx)]
+        assumptions = [ctx.deployment.parallel_assumption()]
         for rm in _quantized(ctx.plan):
             scheme = rm.decision.scheme
             p = rm.placement
@@ -416,7 +401,7 @@ class Fp8FnuzConversion(Rule):
         yield self.finding(ctx, Consequence.HYGIENE,
                            f"{gpu.label} computes FP8 as e4m3fnuz: the {len(fp8)} FP8 modules are converted at load "
                            "(0x80 -> 0, weight and input scales doubled, largest value 240 instead of 448)",
-                           file="config.json", assumptions=[_gpu_assumption(ctx, gpu)],
+                           file="config.json", assumptions=[ctx.deployment.gpu_assumption(gpu)],
                            data={"gpu": gpu.key, "modules": len(fp8),
                                  "source": "docs/frameworks/formats.md#fp8-fnuz-conversion (normalize_e4m3fn_to_e4m3fnuz); "
                                            "vllm 0.33.0 platforms/rocm.py is_fp8_fnuz (gfx94)"})

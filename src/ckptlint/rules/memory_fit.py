@@ -7,7 +7,6 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
 from ckptlint.rules.base import Rule, RuleContext
-from ckptlint.rules.deployment_shape import _gpu, _gpu_assumption, _par_assumption
 
 _TRY_TP = (2, 4, 8, 16, 32, 64)
 
@@ -58,13 +57,13 @@ class GpuMemoryFit(Rule):
     consequences = (Consequence.LOAD_ERROR, Consequence.DEGRADED)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
+        from ckptlint.hardware.memory import memory_fit, per_gpu_weights
         from ckptlint.hardware.parallel import for_framework
-        from ckptlint.inspect import memory_fit, per_gpu_weights
 
         plan, dep = ctx.plan, ctx.deployment
         if not dep.memory_check or plan is None or not plan.simulated:
             return
-        gpu = _gpu(ctx)
+        gpu = plan.gpu_info
         if gpu is None:
             return
         replicated, sharded, _ = per_gpu_weights(plan, dep)
@@ -72,7 +71,7 @@ class GpuMemoryFit(Rule):
         if fit.fits:
             return
         fw = for_framework(plan.target.framework)
-        where = f"one {gpu.label} ({_gib(fit.memory_bytes)}) under {_par_assumption(ctx)}"
+        where = f"one {gpu.label} ({_gib(fit.memory_bytes)}) under {dep.parallel_assumption()}"
         head = f"the weights each GPU holds, {_gib(fit.weights_bytes)},"
         if fit.status == "weights-exceed":
             consequence, error = Consequence.LOAD_ERROR, getattr(fw, "oom_error", "") or None
@@ -87,7 +86,7 @@ class GpuMemoryFit(Rule):
                        f"{fit.kv_fraction:.0%} headroom ({_gib(fit.kv_needed_bytes)}): few sequences at a time")
         yield self.finding(
             ctx, consequence, message, error_text=error, hint=self._hint(plan, dep, gpu, fit),
-            assumptions=[_gpu_assumption(ctx, gpu), _par_assumption(ctx),
+            assumptions=[dep.gpu_assumption(gpu), dep.parallel_assumption(),
                          f"runtime reserve {_gib(fit.reserve_bytes)} (8% of the GPU); the KV cache needs "
                          f"{fit.kv_fraction:.0%} of the GPU (--kv-cache-fraction)"],
             data={"gpu": gpu.key, "status": fit.status, "memory_bytes": fit.memory_bytes,
@@ -97,7 +96,7 @@ class GpuMemoryFit(Rule):
 
     @staticmethod
     def _hint(plan, dep, gpu, fit) -> str:
-        from ckptlint.inspect import memory_fit, per_gpu_weights
+        from ckptlint.hardware.memory import memory_fit, per_gpu_weights
 
         for tp in (n for n in _TRY_TP if n > dep.tp):
             wider = replace(dep, tp=tp, ep=dep.ep if tp % dep.ep == 0 else 1)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ckptlint.checkpoint import Checkpoint
     from ckptlint.deployment import Deployment
     from ckptlint.targets import Target
+    from ckptlint.userregex import RegexScope
 
 __all__ = ["QUANT_SUFFIXES", "Decision", "LayoutIssue", "Mismatch", "Placement", "Plan", "RuntimeModule", "Shard",
            "SkipEntry",
@@ -48,14 +49,22 @@ def too_many_mtp_layers(plan: Plan) -> bool:
         and plan.mtp_count > d.max_layers
 
 
-def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
+def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment, regexes: RegexScope | None = None) -> Plan:
+    """The frozen Plan of ``target`` loading ``ckpt``. The config's regular expressions are matched in
+    ``regexes`` (the check's scope, shared by its targets; None: one of this simulation's own); what
+    it left undecided so far is the plan's ``undecided_regexes``."""
     from ckptlint.quant import parse_quant_config
     from ckptlint.simulate.startup import startup_verdict
+    from ckptlint.userregex import RegexScope
+
+    if regexes is None:
+        regexes = RegexScope()
 
     config = ckpt.config if isinstance(ckpt.config, dict) else {}
     archs = config.get("architectures")
     arch_name = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else None
-    quant, _ = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None, ckpt.hf_quant_config)
+    quant, _ = parse_quant_config(ckpt.config if isinstance(ckpt.config, dict) else None, ckpt.hf_quant_config,
+                                  regexes)
     arch = target.architecture(arch_name) if arch_name else None
     generic = False
     extracted = _extracted(target, arch_name, arch)
@@ -76,9 +85,12 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment) -> Plan:
         plan.hand_facts = tuple(sorted(k for k, v in extracted.provenance.items() if v == "hand"))
     startup_verdict(plan, config)
     if plan.unsupported is not None or plan.not_simulated is not None:
+        plan.undecided_regexes = regexes.undecided()
         return freeze(plan)
     _mtp_and_deployment(plan, config)
-    return freeze(plan, _stages(ckpt, plan, config))
+    modules = _stages(ckpt, plan, config, regexes)
+    plan.undecided_regexes = regexes.undecided()
+    return freeze(plan, modules)
 
 
 def _extracted(target: Target, arch_name: str | None, arch: Any):
@@ -135,7 +147,7 @@ def _mtp_and_deployment(plan: State, config: dict[str, Any]) -> None:
                else ("on" if plan.speculative else "off (--no-speculative)")))
 
 
-def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, RuntimeModule]:
+def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any], regexes: RegexScope) -> dict[str, RuntimeModule]:
     """Stages 1-4 on a target that can load the checkpoint: the finished runtime modules."""
     from ckptlint.simulate.decisions import decide
     from ckptlint.simulate.fusion import shared_experts_fusion
@@ -147,7 +159,7 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> dict[str, 
     plan.class_packed = class_packed(plan.arch, config)
     build_modules(ckpt, plan, config)
     if plan.quant is not None and plan.method is not None:
-        decide(plan)
+        decide(plan, regexes)
         moe_scheme_refusal(plan)
         shared_experts_fusion(plan, config)
     plan.unreadable_shards = unreadable_shards(ckpt)

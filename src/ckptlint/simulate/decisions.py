@@ -21,14 +21,16 @@ from ckptlint.simulate.state import Building, State
 if TYPE_CHECKING:
     from ckptlint.quant import QuantConfig
     from ckptlint.targets.schema import MethodRules
+    from ckptlint.userregex import RegexScope
 
 
-def decide(plan: State) -> None:
+def decide(plan: State, regexes: "RegexScope") -> None:
+    """Every module's decision; the skip lists' config regexes are compiled in ``regexes`` (the check's)."""
     quant, method, arch = plan.quant, plan.method, plan.arch
     assert quant and method and arch
     exclude_lists(plan)
-    main_list = compile_list(method.match, plan.exclude_main)
-    draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
+    main_list = compile_list(method.match, plan.exclude_main, regexes)
+    draft_list = compile_list(method.match, plan.exclude_draft, regexes) if plan.draft else main_list
     # the class's mapping as this method sees it: without the entries added at construction when the
     # method copied an empty declared mapping before the model was built (MethodRules.construction_fill)
     sees_fill = method.construction_fill or arch.packed_modules_mapping or method.packed_extra
@@ -39,8 +41,8 @@ def decide(plan: State) -> None:
     if skipped is not None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
         cls_packed = cls_mapping if skipped.class_mapping else {}
-        main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
-        draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
+        main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main, regexes), cls_packed)
+        draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft, regexes),
                               cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ckptlint.quant import QuantConfig, Scheme
     from ckptlint.targets import Target
     from ckptlint.targets.schema import Architecture, Draft, MethodRules
+    from ckptlint.userregex import RegexOutcome
 
 QUANT_SUFFIXES = frozenset({
     "weight_scale", "weight_scale_inv", "weight_scale_2", "input_scale", "weight_packed",
@@ -205,6 +206,9 @@ class Plan(NamedTuple):
     extracted_facts: tuple[str, ...] = ()
     extracted_notes: tuple[str, ...] = ()
     hand_facts: tuple[str, ...] = ()
+    # --- config regexes (ckptlint.userregex): (pattern, fullmatch?) -> RegexOutcome of each pattern the
+    # check had left undecided on some module name when this plan was frozen (rule CF312 reads it)
+    undecided_regexes: Mapping[tuple[str, bool], "RegexOutcome"] = EMPTY
 
     @property
     def simulated(self) -> bool:

@@ -185,6 +185,18 @@ class Target:
     def id(self) -> str:
         return self.requested
 
+    def __reduce_ex__(self, protocol):  # type: ignore[override]
+        # A release of the shipped data crosses to a worker process (``check`` over several checkpoints)
+        # as its name and resolution: the worker takes the same data from its own (cached) load, rather
+        # than unpickling a copy of it per checkpoint. Other data (tests' own) pickles as it is.
+        try:
+            shipped = load_target_data(self.framework, self.version) is self.data
+        except Exception:  # noqa: BLE001 - not a release of the shipped data
+            shipped = False
+        if shipped:
+            return (_shipped_target, (self.framework, self.version, self.requested, self.note, self.note_level))
+        return object.__reduce_ex__(self, protocol)
+
     def architecture(self, name: str) -> "Architecture | None":
         if name not in self._arch_cache:
             if isinstance(self.data, dict):  # compiled: inheritance already resolved
@@ -192,6 +204,11 @@ class Target:
             else:
                 self._arch_cache[name] = resolve_arch(self.data, name, ())
         return self._arch_cache[name]
+
+
+def _shipped_target(framework: str, version: str, requested: str, note: str | None,
+                    note_level: str | None) -> Target:
+    return Target(load_target_data(framework, version), requested, note, note_level)
 
 
 def resolve_arch(data: "TargetData", name: str, seen: tuple[str, ...] = ()) -> "Architecture | None":
