@@ -21,15 +21,6 @@ RULES_DIR = PACKAGE / "rules"
 # What the rules must not import: the reader detects the container rules' problems and imports
 # their classes (it sits above the rules); the inspector is a command's report, above both.
 FORBIDDEN = ("ckptlint.reader", "ckptlint.inspect")
-# Imports issue 30 removes in a change of its own (DP806's memory fit moving below the rules and
-# taking its GPU assumptions from the deployment): (rules module, what it imports). Nothing else
-# is excused; remove an entry once that import is gone.
-KNOWN_EXCEPTIONS = {
-    ("memory_fit.py", "ckptlint.inspect"),
-    ("memory_fit.py", "ckptlint.rules.deployment_shape._gpu"),
-    ("memory_fit.py", "ckptlint.rules.deployment_shape._gpu_assumption"),
-    ("memory_fit.py", "ckptlint.rules.deployment_shape._par_assumption"),
-}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -144,9 +135,7 @@ def test_rules_import_nothing_above_them_nor_another_rules_privates():
         for name in imported_names(path, tree):
             if _forbidden(name) or _private_of_another_rule(name, path):
                 bad.add((path.name, name))
-    excused = {(f, n) for f, n in bad for f2, known in KNOWN_EXCEPTIONS
-               if f == f2 and (n == known or n.startswith(known + "."))}
-    assert bad - excused == set()
+    assert bad == set()
 
 
 def test_the_table_lists_every_rule_once_sorted_by_code():
