@@ -11,7 +11,7 @@ from dataclasses import replace
 from operator import contains
 from typing import TYPE_CHECKING, Callable, Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.reader.names import INDEX_NAME
 from ckptlint.reader.report import (HYGIENE, LOAD, MAX_SHARD_FINDINGS, SILENT, ST_NOT_FOUND, file_finding,
                                     first_tensors, listed)
@@ -67,7 +67,7 @@ class IndexMissingShard(ReaderRule):
                                              file_set=_shown(files, n, "{}")) or None
         consequence = Consequence(outcome.consequence)
         for i in issues:
-            message = f"{i.message}; {ctx.target.resolved}: {outcome.note}" if outcome.note else i.message
+            message = i.message + "; " + mention(ctx.target.resolved) + f": {outcome.note}" if outcome.note else i.message
             yield replace(i, target=ctx.target.id, consequence=consequence, severity=consequence.default_severity,
                           error_text=text, data=dict(i.data), message=message)
 
