@@ -86,24 +86,24 @@ class Text(str):
         return _concat(other, self)
 
     def clipped(self, limit: int = MAX_TEXT) -> "Text | str":
-        """:func:`clip` that keeps the names it keeps whole (one cut in two is plain text)."""
+        """:func:`clip` of the text, keeping as names those that stand whole before the cut (a name
+        the cut reaches, or ends at, is plain text: the "..." that follows is part of no name)."""
+        if len(self) <= limit:
+            return self
         keep = limit - 32
-        parts, names, size = [""], [], 0
-        for i, part in enumerate(self.parts):
-            room = keep - size
+        parts, names, room = [""], [], keep
+        for part, name in zip(self.parts, (*self.names, "")):
             if len(part) >= room:
                 parts[-1] += part[:room]
                 break
             parts[-1] += part
-            size += len(part)
-            name = self.names[i] if i < len(self.names) else ""
-            room = keep - size
+            room -= len(part)
             if len(name) >= room:
                 parts[-1] += name[:room]
                 break
             names.append(name)
             parts.append("")
-            size += len(name)
+            room -= len(name)
         parts[-1] += f"...[{len(self) - keep:,} more characters]"
         return Text(parts, names)
 
@@ -112,14 +112,6 @@ def mention(release: str) -> Text:
     """The name of a release (``sglang==0.5.15``) as a finding's text writes it: a :class:`Text`,
     to be joined to the rest of the text with ``+``."""
     return Text(("", ""), (release,))
-
-
-def joined(sep: str, items: Iterable[str]) -> str:
-    """``sep.join(items)``, keeping the release names of the items that are :class:`Text`."""
-    out = ""
-    for i, item in enumerate(items):
-        out = out + sep + item if i else out + item
-    return out
 
 
 def _concat(a: str, b: str) -> Text:
