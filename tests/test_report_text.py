@@ -205,19 +205,20 @@ def test_ignored_rule_keeps_the_verdict_and_is_summarised(capsys):
 
 def test_grouping_keeps_distinct_texts_apart():
     """Findings group only when everything but the release's own name is the same."""
+    from ckptlint.findings import mention
     from ckptlint.render.grouping import group_findings
 
     def f(target: str, msg: str) -> Finding:
         return Finding(code="TG601", consequence=Consequence.LOAD_ERROR, target=target, message=msg)
 
-    gs = group_findings([f("sglang==0.5.5", "sglang==0.5.5 has no model class for X"),
-                         f("vllm==0.11.0", "vllm==0.11.0 has no model class for X"),
-                         f("vllm==0.24.0", "vllm==0.24.0 has no model class for Y")])
+    gs = group_findings([f("sglang==0.5.5", mention("sglang==0.5.5") + " has no model class for X"),
+                         f("vllm==0.11.0", mention("vllm==0.11.0") + " has no model class for X"),
+                         f("vllm==0.24.0", mention("vllm==0.24.0") + " has no model class for Y")])
     assert [g.targets for g in gs] == [["sglang==0.5.5", "vllm==0.11.0"], ["vllm==0.24.0"]]
     assert gs[0].text(gs[0].message) == "this release has no model class for X"
     assert gs[1].text(gs[1].message) == "vllm==0.24.0 has no model class for Y"
     # a release name inside a longer one is not taken for it
-    (g,) = group_findings([f("sglang==0.5.1", "sglang==0.5.15 and sglang==0.5.1")])
+    (g,) = group_findings([f("sglang==0.5.1", mention("sglang==0.5.15") + " and " + mention("sglang==0.5.1"))])
     assert g.text(g.message) == "sglang==0.5.15 and sglang==0.5.1"
 
 

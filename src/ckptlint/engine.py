@@ -254,14 +254,14 @@ def aggregate(findings: list[Finding]) -> list[Finding]:
         out.append(Finding(code=first.code, name=first.name, consequence=first.consequence,
                            severity=first.severity, target=first.target, module=first.module, tensors=tensors,
                            file=first.file,
-                           hint=(f"{first.hint}; likewise for the other {len(fs) - 1} module(s)"
+                           hint=(first.hint + f"; likewise for the other {len(fs) - 1} module(s)"
                                  + ("; `ckptlint fix` writes every entry" if "suggested_entries" in data else "")
                                  if first.hint else None),
                            hint_note=first.hint_note, error_text=first.error_text,
                            family=first.family, family_hint=first.family_hint,
-                           brief=(f"{first.brief} (and {len(fs) - 1} more module(s) matching `{pattern}`)"
+                           brief=(first.brief + f" (and {len(fs) - 1} more module(s) matching `{pattern}`)"
                                   if first.brief else None),
                            assumptions=first.assumptions, data=data,
-                           message=f"{first.message} [the same for {len(fs) - 1} more module(s) matching "
+                           message=first.message + f" [the same for {len(fs) - 1} more module(s) matching "
                                    f"`{pattern}`]"))
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Iterable
 
 
 class Severity(str, Enum):
@@ -44,13 +44,90 @@ MAX_TENSORS_LISTED = 50
 MAX_TEXT = 2000
 
 
+class Text(str):
+    """A finding's text that names framework releases, kept as literal ``parts`` with the release
+    ``names`` between them (``len(parts) == len(names) + 1``). It is the string it reads as
+    (``str(t)``, JSON, comparisons); the parts let the text report show one finding for several
+    releases (:mod:`ckptlint.render.grouping`): the place where a finding names its own release
+    becomes "this release" there, and nothing else of the text is touched.
+
+    Built from :func:`mention` and ``+`` with plain strings (either side) and other texts; a name
+    written into an f-string or taken through a ``str`` method is plain text from then on.
+    """
+
+    parts: tuple[str, ...]
+    names: tuple[str, ...]
+
+    def __new__(cls, parts: Iterable[str], names: Iterable[str] = ()) -> "Text":
+        parts, names = tuple(parts), tuple(names)
+        if len(parts) != len(names) + 1:
+            raise ValueError("a Text has one more literal part than release names")
+        if not names:
+            return parts[0]  # type: ignore[return-value]  # (nothing named: the plain string)
+        self = super().__new__(cls, "".join(p + n for p, n in zip(parts, names)) + parts[-1])
+        object.__setattr__(self, "parts", parts)
+        object.__setattr__(self, "names", names)
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Text is immutable")
+
+    def __reduce__(self) -> tuple:
+        return (Text, (self.parts, self.names))
+
+    def __add__(self, other: str) -> "Text":  # type: ignore[override]
+        if not isinstance(other, str):
+            return NotImplemented
+        return _concat(self, other)
+
+    def __radd__(self, other: str) -> "Text":
+        if not isinstance(other, str):
+            return NotImplemented
+        return _concat(other, self)
+
+    def clipped(self, limit: int = MAX_TEXT) -> "Text | str":
+        """:func:`clip` of the text, keeping as names those that stand whole before the cut (a name
+        the cut reaches, or ends at, is plain text: the "..." that follows is part of no name)."""
+        if len(self) <= limit:
+            return self
+        keep = limit - 32
+        parts, names, room = [""], [], keep
+        for part, name in zip(self.parts, (*self.names, "")):
+            if len(part) >= room:
+                parts[-1] += part[:room]
+                break
+            parts[-1] += part
+            room -= len(part)
+            if len(name) >= room:
+                parts[-1] += name[:room]
+                break
+            names.append(name)
+            parts.append("")
+            room -= len(name)
+        parts[-1] += f"...[{len(self) - keep:,} more characters]"
+        return Text(parts, names)
+
+
+def mention(release: str) -> Text:
+    """The name of a release (``sglang==0.5.15``) as a finding's text writes it: a :class:`Text`,
+    to be joined to the rest of the text with ``+``."""
+    return Text(("", ""), (release,))
+
+
+def _concat(a: str, b: str) -> Text:
+    ap, an = (a.parts, a.names) if isinstance(a, Text) else ((str(a),), ())
+    bp, bn = (b.parts, b.names) if isinstance(b, Text) else ((str(b),), ())
+    return Text((*ap[:-1], ap[-1] + bp[0], *bp[1:]), (*an, *bn))
+
+
 @dataclass
 class Finding:
     """One reported problem.
 
     ``code``/``name`` identify the rule; ``consequence`` is per finding (the same rule can
     predict a load error on one target and a silent failure on another); ``severity``
-    defaults from the consequence.
+    defaults from the consequence. A text field that names a release is a :class:`Text`
+    (built with :func:`mention`), which is how the text report finds the finding's own release.
     """
 
     code: str
@@ -126,6 +203,8 @@ def clip(text: str, limit: int = MAX_TEXT) -> str:
     """``text``, or its first characters and how many more there were when it is over ``limit``."""
     if len(text) <= limit:
         return text
+    if isinstance(text, Text):
+        return text.clipped(limit)
     keep = limit - 32
     return f"{text[:keep]}...[{len(text) - keep:,} more characters]"
 

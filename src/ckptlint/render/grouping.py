@@ -3,73 +3,89 @@ releases are shown once, with the releases they apply to written as ranges
 ("sglang 0.5.5–0.5.15, vllm 0.11.0").
 
 Two findings are the same when rule, severity, consequence, module, file, message, error text,
-fix and assumptions agree once the release's own name (``sglang==0.5.15``) is taken out of
-them; a group of several releases says "this release" where a single one would name itself.
+fix and assumptions agree once the place where each names its own release is left out: a text
+that names a release is a :class:`ckptlint.findings.Text`, and a name there that is the finding's
+release (its ``target``) is a gap in its :class:`Said`. Other names (another release, the one a
+requested release was checked with) are text like the rest, and so is a plain string. A group of
+several releases says "this release" in the gap, a single one its name.
 A range "0.5.9–0.5.15" means every verified release from 0.5.9 to 0.5.15 (``ckptlint targets``):
 releases that were not checked, or are not next to each other, are listed one by one.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ckptlint.findings import Finding, natural_key
+from ckptlint.findings import Finding, Text, natural_key
 
 if TYPE_CHECKING:
     from ckptlint.targets import Target
 
-_HOLE = "\x00release\x00"
+
+@dataclass(frozen=True)
+class Said:
+    """A finding's text with its own release left out: the literal pieces around each place it
+    named that release (one piece when it names none). Equal for the same text on any release."""
+
+    pieces: tuple[str, ...]
+
+    def __bool__(self) -> bool:
+        return len(self.pieces) > 1 or bool(self.pieces[0])
+
+    def fill(self, release: str) -> str:
+        return release.join(self.pieces)
+
+
+def said(value: str | None, release: str | None) -> Said | None:
+    """``value`` (a finding's text) as a :class:`Said`, with the gaps where it names ``release``."""
+    if value is None:
+        return None
+    if release is None or not isinstance(value, Text):
+        return Said((str(value),))
+    pieces = [value.parts[0]]
+    for name, part in zip(value.names, value.parts[1:]):
+        if name == release:
+            pieces.append(part)
+        else:
+            pieces[-1] += name + part
+    return Said(tuple(pieces))
 
 
 @dataclass
 class Group:
-    finding: Finding  # the first one; its target-specific text is in the fields below
+    finding: Finding  # the first one; its text, its own release left out, is in the fields below
     targets: list[str] = field(default_factory=list)  # requested target ids, in check order; [] = checkpoint-wide
-    message: str = ""
-    hint: str | None = None
-    error_text: str | None = None
-    assumptions: tuple[str, ...] = ()
+    message: Said = Said(("",))
+    hint: Said | None = None
+    error_text: Said | None = None
+    assumptions: tuple[Said, ...] = ()
     reason: str | None = None  # for left-out findings: why
-    brief: str | None = None  # the finding's own part when its family's explanation is printed apart
-    family: str | None = None  # that explanation, the release taken out like the message's
+    brief: Said | None = None  # the finding's own part when its family's explanation is printed apart
+    family: Said | None = None  # that explanation
 
-    def text(self, value: str | None) -> str | None:
+    def text(self, value: Said | None) -> str | None:
         """``value`` with the release put back: its name for one release, "this release" for several."""
-        if value is None or _HOLE not in value:
-            return value
-        return value.replace(_HOLE, self.targets[0] if len(self.targets) == 1 else "this release")
-
-
-def _pattern(target_id: str) -> re.Pattern[str]:
-    return re.compile(r"(?<![\w.=])" + re.escape(target_id) + r"(?![\w.])")
-
-
-def _norm(pat: re.Pattern[str] | None, value: str | None) -> str | None:
-    if value is None or pat is None:
-        return value
-    return pat.sub(_HOLE, value)
+        if value is None:
+            return None
+        return value.fill(self.targets[0] if len(self.targets) == 1 else "this release")
 
 
 def group_findings(findings: Iterable[Finding], reasons: Sequence[str | None] | None = None) -> list[Group]:
     """Group ``findings`` (in their order; the group takes the place of its first member).
     ``reasons``, parallel to ``findings``, keeps left-out findings with different reasons apart."""
     groups: dict[tuple, Group] = {}
-    pats: dict[str, re.Pattern[str]] = {}
     for i, f in enumerate(findings):
-        pat = None
-        if f.target is not None:
-            pat = pats.get(f.target) or pats.setdefault(f.target, _pattern(f.target))
-        msg, hint, err = _norm(pat, f.message), _norm(pat, f.hint), _norm(pat, f.error_text)
-        assumptions = tuple(_norm(pat, a) or "" for a in f.assumptions)
+        own = f.target
+        msg, hint, err = said(f.message, own), said(f.hint, own), said(f.error_text, own)
+        assumptions = tuple(said(a, own) or Said(("",)) for a in f.assumptions)
         reason = reasons[i] if reasons is not None else None
         key = (f.code, f.severity, f.consequence, f.module, f.file, msg, hint, err, assumptions, reason,
                f.target is None)
         g = groups.get(key)
         if g is None:
-            g = groups[key] = Group(f, [], msg or "", hint, err, assumptions, reason, _norm(pat, f.brief),
-                                    _norm(pat, f.family))
+            g = groups[key] = Group(f, [], msg or Said(("",)), hint, err, assumptions, reason, said(f.brief, own),
+                                    said(f.family, own))
         if f.target is not None and f.target not in g.targets:
             g.targets.append(f.target)
     return list(groups.values())

@@ -29,7 +29,7 @@ class LayoutRule(Rule):
             more = f" (and {len(mine) - 1} more like it)" if len(mine) > 1 else ""
             yield self.finding(
                 ctx, worst, f"`{module}` ({rm.role} {rm.loader or rm.kind}, {rm.decision.scheme.name}): "
-                f"{first.detail}{more}", module=module,
+                + first.detail + more, module=module,
                 tensors=[f"{i.shard.ckpt_module}.{i.suffix}" if i.suffix else i.shard.ckpt_module for i in mine],
                 file=first.shard.tensors[0].file if first.shard.tensors else None,
                 error_text=first.error_text, hint=self.hint(first),

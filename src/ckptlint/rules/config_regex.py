@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.matching import glob_regex
 from ckptlint.rules.base import Rule, RuleContext
 from ckptlint.userregex import PATTERN_BUDGET_S
@@ -62,7 +62,8 @@ class ConfigRegexUndecided(Rule):
                            f"structure and has {rx.reason}, so it did not decide whether it matches `{first}`")
             else:
                 message = (f"{where} `{pattern}`: Python's re did not decide whether it matches `{first}` "
-                           f"({rx.reason}); {ctx.target.resolved} runs re.match with this pattern on the same "
+                           f"({rx.reason}); " + mention(ctx.target.resolved)
+                           + " runs re.match with this pattern on the same "
                            "module names while it builds the model, so expect start-up to stall")
             message += (f". ckptlint counted it as matching none of the {rx.undecided_count} module name(s) it "
                         "could not decide: its predictions for those modules are unreliable")

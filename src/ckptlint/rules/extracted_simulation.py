@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 # How the finding names each Architecture field taken from the extracted class facts.
@@ -63,7 +63,7 @@ class ExtractedSimulation(Rule):
         if plan is None or plan.extracted is None or not plan.simulated:
             return
         used = [w for k, w in _FACT_WORDS.items() if k in plan.extracted_facts]
-        msg = (f"{plan.target.resolved} data has no hand-written entry for {plan.arch_name}: simulated from the "
+        msg = (mention(plan.target.resolved) + f" data has no hand-written entry for {plan.arch_name}: simulated from the "
                f"facts extracted from the release's class {plan.extracted} ("
                + (", ".join(used) if used else "no loading facts") + "); generic rules for the rest "
                + ("(what the loader does with fused-shard and expert names without a parameter, norms and embeddings)"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -49,8 +49,8 @@ class FusedShardsDisagree(Rule):
             shards = d.reason.startswith("fused shards disagree")
             yield self.finding(
                 ctx, cons, f"`{rm.name}` ({rm.role} {rm.loader or rm.kind}): {d.reason}; "
-                + (f"{plan.target.resolved} refuses to build a fused module whose shards disagree" if shards else
-                   f"{plan.target.resolved} stops at start-up while it tests the skip list on this module"),
+                + (mention(plan.target.resolved) + " refuses to build a fused module whose shards disagree" if shards else
+                   mention(plan.target.resolved) + " stops at start-up while it tests the skip list on this module"),
                 module=rm.name, tensors=rm.tensors, error_text=d.error,
                 hint=(f"list every shard of `{rm.name}` in the skip list, or none of them" if shards else
                       "write the skip-list entry as the module's full path (as many components as the rule asserts)"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import ReaderRule, RuleContext
 
 # File names a framework's error text quotes at most (it lists every missing shard).
@@ -132,7 +132,7 @@ class IndexMissingShard(ReaderRule):
                                              file_set=_shown(files, n, "{}")) or None
         consequence = Consequence(outcome.consequence)
         for i in issues:
-            message = f"{i.message}; {ctx.target.resolved}: {outcome.note}" if outcome.note else i.message
+            message = i.message + "; " + mention(ctx.target.resolved) + f": {outcome.note}" if outcome.note else i.message
             yield replace(i, target=ctx.target.id, consequence=consequence, severity=consequence.default_severity,
                           error_text=text, data=dict(i.data), message=message)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 _FORM_WORDS = {"proj": "ModelOpt-style `…self_attn.{k,v}_proj.{k,v}_scale`",
@@ -74,7 +74,7 @@ class KvScaleNotLoaded(Rule):
         kv = plan.kv_cache if plan is not None and plan.simulated else None
         if kv is None:
             return
-        who = plan.target.resolved
+        who = mention(plan.target.resolved)
         for g in kv.groups:
             if g.outcome == "loaded":
                 continue
@@ -86,11 +86,11 @@ class KvScaleNotLoaded(Rule):
             how = f" ({ks.note})" if ks is not None and ks.note else ""
             via = " after the quant config's cache-scale mapping" if g.hooked else ""
             if g.outcome == "load-error":
-                msg = (f"{len(g.tensors)} {_FORM_WORDS.get(g.form, g.form)} KV-cache scale tensor(s) fail {who}'s "
+                msg = (f"{len(g.tensors)} {_FORM_WORDS.get(g.form, g.form)} KV-cache scale tensor(s) fail " + who + f"'s "
                        f"{loader} loader: `{first}` is looked up as `{g.looked_up}`{via}, which is not a "
                        f"parameter of {role} model{how}")
                 mapped = _mapped_forms(plan, ks)
-                hint = (f"store the scales in a form {who} maps to `{g.param}` ("
+                hint = ("store the scales in a form " + who + f" maps to `{g.param}` ("
                         + ", ".join(_FORM_WORDS.get(f, f) for f in mapped) + "), or use a release whose loader "
                         "remaps this form" if mapped else
                         "no stored form reaches the attention's scale parameter on this release: drop the scale "
@@ -100,7 +100,7 @@ class KvScaleNotLoaded(Rule):
                        "config" if g.looked_up == g.param else f"it is looked up as `{g.looked_up}`, not the "
                        f"attention's `{g.param}`")
                 msg = (f"{len(g.tensors)} {_FORM_WORDS.get(g.form, g.form)} KV-cache scale tensor(s) are dropped by "
-                       f"{who}'s {loader} loader{' with a warning' if g.warns else ', silently'}{via}: "
+                       + who + f"'s {loader} loader{' with a warning' if g.warns else ', silently'}{via}: "
                        f"for `{first}` {why}{how}; {_cache_words(kv)}"
                        + (", and it runs at the default scale 1.0" if kv.fp8 else ""))
                 mapped = _mapped_forms(plan, ks)
@@ -109,7 +109,7 @@ class KvScaleNotLoaded(Rule):
                             if g.looked_up != g.param else "the quant config gives the attention no scale parameter")
                     hint += "; serve with `--kv-cache-dtype bfloat16`" if kv.fp8 else "; nothing to do unless an FP8 cache is requested"
                 else:
-                    hint = (f"store the scales in a form {who} maps to `{g.param}` ("
+                    hint = ("store the scales in a form " + who + f" maps to `{g.param}` ("
                             + ", ".join(_FORM_WORDS.get(f, f) for f in mapped) + ")"
                             + (", or serve with `--kv-cache-dtype bfloat16`" if kv.fp8 else ""))
             yield self.finding(ctx, g.consequence, msg, module=g.param.rpartition(".")[0], tensors=list(g.tensors),
@@ -121,7 +121,7 @@ class KvScaleNotLoaded(Rule):
         if kv.unscaled:
             yield self.finding(
                 ctx, Consequence.DEGRADED,
-                f"the quant config declares an FP8 KV cache ({kv.fp8_reason}) and {who} enables it by default, "
+                f"the quant config declares an FP8 KV cache ({kv.fp8_reason}) and " + who + " enables it by default, "
                 "but the checkpoint stores no KV-cache scale: every attention layer's K and V are quantized at "
                 "the default scale 1.0", file=plan.quant.source_file,
                 hint="export the KV-cache scales with the checkpoint, or serve with `--kv-cache-dtype bfloat16`",
@@ -167,7 +167,7 @@ class KvScaleIncomplete(Rule):
             missing = "v" if loaded == "k" else "k"
             first = items[0]
             msg = (f"{len(items)} attention layer(s) get only their {loaded}_scale from the checkpoint on "
-                   f"{plan.target.resolved} (first: `{first.attention}`, no loaded {missing}_scale)"
+                   + mention(plan.target.resolved) + f" (first: `{first.attention}`, no loaded {missing}_scale)"
                    + (f": {note}" if note else ""))
             yield self.finding(ctx, cons, msg, module=first.attention,
                                tensors=[t for i in items for t in i.tensors],

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 from ckptlint.simulate import too_many_mtp_layers
 
@@ -43,7 +43,8 @@ class MtpLayerCountUnsupported(Rule):
         key = plan.mtp_count_key or "MTP layers"
         yield self.finding(
             ctx, Consequence(outcome.consequence),
-            f"config.json declares {key}={plan.mtp_count} but {plan.target.resolved} ({d.cls}) loads at most "
+            f"config.json declares {key}={plan.mtp_count} but " + mention(plan.target.resolved)
+            + f" ({d.cls}) loads at most "
             f"{d.max_layers} MTP layer(s)" + (f": {outcome.note}" if outcome.note else ""),
             module=None, file="config.json", error_text=outcome.error,
             hint=f"set {key} to {d.max_layers} for {plan.target.framework} (its draft loads the first MTP layer), "

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 from ckptlint.simulate import too_many_mtp_layers
 
@@ -80,7 +80,7 @@ class MtpWeightsMissing(Rule):
                 what = (("refuses to load" if outcome.consequence == "load-error" else
                          "loads nothing for the draft, silently") + (f": {outcome.note}" if outcome.note else ""))
             msg = (f"Only {assumed}: config.json declares {key}={ctx.checkpoint.config.get(key)} but the checkpoint "
-                   f"stores no `{where}` tensors; {plan.target.resolved} ({plan.draft.cls}) {what}"
+                   f"stores no `{where}` tensors; " + mention(plan.target.resolved) + f" ({plan.draft.cls}) {what}"
                    + ". Without speculative decoding the main model skips the MTP names and loads.")
             yield self.finding(
                 ctx, cons, msg, module=where.rstrip(".*") or where,

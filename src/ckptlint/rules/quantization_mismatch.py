@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.simulate.layout import suggested_entries
 from ckptlint.simulate.names import quant_name
 from ckptlint.matching import compile_list
@@ -81,7 +81,8 @@ class QuantizationMismatch(Rule):
                 qname = quant_name(plan.arch, rm.name, rm.role)
                 why = f"no `{key}` entry matches `{qname}` under {plan.method.match} matching"
                 if qname != rm.name:
-                    why += (f" (the quant-config prefix {plan.target.resolved} builds `{rm.name}` with, the name its "
+                    why += (" (the quant-config prefix " + mention(plan.target.resolved)
+                            + f" builds `{rm.name}` with, the name its "
                             f"`{key}` entries are tested against)")
                 if ckpt_named:
                     why += (f"; the checkpoint-named entr{'y' if len(ckpt_named) == 1 else 'ies'} "
@@ -89,7 +90,8 @@ class QuantizationMismatch(Rule):
                             "not match the runtime name")
                 msg = (f"`{rm.name}` ({where}) is built {d.scheme.name if d.scheme else 'quantized'} but the "
                        f"checkpoint stores it unquantized ({first.shard.stored.describe()}"
-                       f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): {why}; {first.detail}")
+                       f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}): "
+                       + why + f"; {first.detail}")
                 adds, hint = _config_hint(plan, rm, key, ckpt_named)
                 data = {"direction": first.direction, "scheme": d.scheme.name if d.scheme else None,
                         "failed_entries": ckpt_named[:50], "suggested_entries": adds}
@@ -108,7 +110,8 @@ class QuantizationMismatch(Rule):
                        f"quantized ({first.shard.stored.describe()}"
                        f"{f', and {len(mismatches) - 1} more checkpoint modules like it' if len(mismatches) > 1 else ''}); {first.detail}")
                 hint = (f"remove `{d.entry}` from `quantization_config.{key}`, or store `{rm.name}` unquantized"
-                        if d.entry else f"store `{rm.name}` unquantized: {plan.target.resolved} never quantizes it")
+                        if d.entry else f"store `{rm.name}` unquantized: " + mention(plan.target.resolved)
+                        + " never quantizes it")
                 data = {"direction": first.direction, "matched_entry": d.entry}
                 short = {}
             yield self.finding(ctx, worst, msg, module=rm.name, tensors=tensors,
@@ -168,7 +171,8 @@ def _config_hint(plan, rm, key: str, ckpt_named: list[str]) -> tuple[list[str], 
 
     method = plan.method
     if rm.kind == "moe" and method.moe == "never":
-        return [], (f"{plan.target.resolved} never excludes a FusedMoE for {plan.quant.method_key} (no `{key}` entry or "
+        return [], (mention(plan.target.resolved)
+                    + f" never excludes a FusedMoE for {plan.quant.method_key} (no `{key}` entry or "
                     "rule can make it unquantized): store the experts quantized, or serve with a release or "
                     "method that can exclude them")
     if method.include_key and plan.include is not None and not plan.include_inferred and rm.kind in method.include_kinds:

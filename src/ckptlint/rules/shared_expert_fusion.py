@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -57,9 +57,10 @@ class SharedExpertFusionMismatch(Rule):
             yield self.finding(
                 ctx, Consequence.LOAD_ERROR,
                 f"`{rm.name}` is loaded into `{moe.name}` as one more routed expert (shared-experts fusion: "
-                f"{plan.fusion_reason}), but it is stored {stored} while the routed experts are built {built}; "
+                + plan.fusion_reason + f"), but it is stored {stored} while the routed experts are built {built}; "
                 f"{detail}", module=rm.name, tensors=rm.tensors, error_text=text,
                 hint=f"start SGLang with {flag} (a server flag), or store the shared "
                      "expert in the routed experts' format",
-                assumptions=[f"shared-experts fusion at the default for {plan.target.resolved} on {plan.gpu}"],
+                assumptions=["shared-experts fusion at the default for " + mention(plan.target.resolved)
+                             + f" on {plan.gpu}"],
                 data={"fused_into": moe.name, "server_flag": flag})

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding, Severity
+from ckptlint.findings import Consequence, Finding, Severity, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -53,7 +53,7 @@ class TargetUnsupported(Rule):
         # each release prints (its own text, from its wheel)
         yield self.finding(ctx, Consequence.LOAD_ERROR, plan.unsupported, file="config.json",
                            error_text=plan.unsupported_error, hint=hint,
-                           family=f"config.json: {plan.unsupported}", family_hint=hint, brief="")
+                           family="config.json: " + plan.unsupported, family_hint=hint, brief="")
 
 
 class NotSimulated(Rule):
@@ -121,7 +121,7 @@ class GenericSimulation(Rule):
         if plan is None or not plan.generic or not plan.simulated:
             return
         yield self.finding(ctx, Consequence.HYGIENE,
-                           f"{plan.target.resolved} data has no entry for {plan.arch_name}: simulated with the "
+                           mention(plan.target.resolved) + f" data has no entry for {plan.arch_name}: simulated with the "
                            "generic loading rules (fused q/k/v and gate/up, experts, routers and norms unquantized)",
                            file="config.json")
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ckptlint.findings import Consequence, Finding
+from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.rules.base import Rule, RuleContext
 
 
@@ -43,7 +43,7 @@ class TensorWithoutModule(Rule):
             yield self.finding(
                 ctx, Consequence(consequence),
                 f"{len(tensors)} checkpoint tensor(s) matching `{pattern}` (e.g. `{first}`) belong to modules "
-                f"{plan.arch_name} does not build on {plan.target.resolved}" + (f": {note}" if note else ""),
+                f"{plan.arch_name} does not build on " + mention(plan.target.resolved) + (f": {note}" if note else ""),
                 module=module, tensors=list(tensors[:50]), file=None,
                 error_text=(error or "").format(ckpt=first) or None,
                 hint="serve with a release or model class that has these modules, or drop the tensors",

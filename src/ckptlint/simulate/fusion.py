@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ckptlint.findings import mention
 from ckptlint.simulate.names import fmt_mtp
 from ckptlint.simulate.state import State
 
@@ -34,7 +35,7 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
     elif rules.shared_count is not None and shared != rules.shared_count:
         reason = f"{rules.shared_key}={shared} is not {rules.shared_count}"
         if rules.shared_count_assert and shared and _fusion_allowed(plan, rules):
-            plan.unsupported = (f"{plan.target.resolved} asserts while building the model: shared-experts fusion "
+            plan.unsupported = (mention(plan.target.resolved) + f" asserts while building the model: shared-experts fusion "
                                 f"takes {rules.shared_count} shared expert and config.json sets {rules.shared_key}={shared} "
                                 f"({rules.disable_flag} avoids it)")
             plan.unsupported_error = rules.shared_count_error
@@ -58,7 +59,7 @@ def shared_experts_fusion(plan: State, config: dict[str, Any]) -> None:
     if reason is None and method in rules.quant_gates:
         reason = _quant_gate(plan, rules, rules.quant_gates[method])
     plan.fusion = reason is None
-    plan.fusion_reason = reason or (f"on by default for {archs[0]} ({plan.target.resolved}, {plan.gpu})")
+    plan.fusion_reason = reason or (f"on by default for {archs[0]} (" + mention(plan.target.resolved) + f", {plan.gpu})")
     if not plan.fusion:
         return
     mark = "." + rules.shared_module + "."

@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 
 from ckptlint.checkpoint import TORCH_DTYPE
-from ckptlint.findings import Consequence
+from ckptlint.findings import Consequence, mention
 from ckptlint.simulate.model import LayoutIssue, Mismatch, Shard
 from ckptlint.simulate.state import Building, State
 
@@ -289,7 +289,7 @@ def _layout_issues(plan: State, rm: Building, shard: Shard) -> list[LayoutIssue]
         up, _ = unexpected_outcome(plan, rm, shard, u)
         cons = Consequence(up.consequence)
         out.append(LayoutIssue("scale-name", shard, u, f"the checkpoint names the scale `{u}` but "
-                               f"{plan.target.resolved} registers `{m}` for {scheme.name}; "
+                               + mention(plan.target.resolved) + f" registers `{m}` for {scheme.name}; "
                                + ("loading fails on the unknown name" if cons is Consequence.LOAD_ERROR else
                                   f"`{u}` is skipped and `{m}` keeps its placeholder value"),
                                cons if cons is Consequence.LOAD_ERROR else Consequence.SILENT_CORRUPTION,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ckptlint.findings import mention
 from ckptlint.simulate.model import Decision
 from ckptlint.simulate.state import Building, State
 
@@ -72,7 +73,7 @@ def moe_scheme_refusal(plan: State) -> None:
         for r in method.moe_scheme_refusals:
             if d.scheme.name in r.schemes and plan.platform in r.platforms and \
                     (r.static_input is None or r.static_input == d.scheme.static_input):
-                plan.unsupported = (f"{plan.target.resolved} cannot build the FusedMoE `{rm.name}` with the "
+                plan.unsupported = (mention(plan.target.resolved) + f" cannot build the FusedMoE `{rm.name}` with the "
                                     f"{d.scheme.name} scheme on {plan.platform}")
                 plan.unsupported_error = r.error
                 return

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ckptlint.findings import mention
 from ckptlint.simulate.state import State
 
 if TYPE_CHECKING:
@@ -32,19 +33,21 @@ def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
     if quant is not None and method is None and _unregistered_method(plan, quant, what):
         return
     if quant is not None and method is not None and not method.supported:
-        plan.unsupported = f"{target.resolved} does not support quantization method {what}" + (
+        plan.unsupported = mention(target.resolved) + f" does not support quantization method {what}" + (
             f": {method.note}" if method.note else "")
         plan.unsupported_error = method.error
         return
     refused = _refusal(quant, method) if quant is not None and method is not None else None
     if refused is not None:
         plan.unsupported, plan.unsupported_error = (
-            f"{target.resolved} refuses this {what} config at start-up, before any weight is loaded: {refused[0]}",
+            mention(target.resolved)
+            + f" refuses this {what} config at start-up, before any weight is loaded: {refused[0]}",
             refused[1])
         return
     if quant is not None and method is not None and quant.source_file in method.rejected_in:
         plan.unsupported_error = method.rejected_in[quant.source_file]
-        plan.unsupported = (f"{target.resolved} refuses quantization method {what} as {quant.source_file} declares it, "
+        plan.unsupported = (mention(target.resolved)
+                            + f" refuses quantization method {what} as {quant.source_file} declares it, "
                             "at start-up, before any weight is loaded" + (f" ({method.note})" if method.note else ""))
         return
     if arch_name is not None and (arch is None or plan.generic) and _unregistered_arch(plan, config or {}):
@@ -55,7 +58,7 @@ def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
         if k is not None and not any(k.registers(a) for a in archs) and _remote_code(plan, k, config or {}, archs):
             return  # (the hand data records the refusal without auto_map; the fallback applies the same)
         k = k if arch.error is None else None
-        plan.unsupported = f"{target.resolved} has no model class for architecture {arch_name}"
+        plan.unsupported = mention(target.resolved) + f" has no model class for architecture {arch_name}"
         plan.unsupported_error = arch.error
         if k is not None and not k.registers(arch_name):  # the release's own text, from its wheel
             plan.unsupported_error = k.unknown_arch_message(archs)
@@ -68,13 +71,13 @@ def startup_verdict(plan: State, config: dict[str, Any] | None = None) -> None:
                               "the load was not simulated")
         return
     if quant is not None and method is not None and not method.simulated:
-        plan.not_simulated = f"{target.resolved} supports {what}, but ckptlint does not simulate it" + (
+        plan.not_simulated = mention(target.resolved) + f" supports {what}, but ckptlint does not simulate it" + (
             f" ({method.note})" if method.note else "")
         return
     if quant is not None and method is None:
         k = _knowledge(target)
         registered = k is not None and quant.method in k.methods
-        plan.not_simulated = (f"ckptlint has no {target.resolved} data for quantization method {what}"
+        plan.not_simulated = ("ckptlint has no " + mention(target.resolved) + f" data for quantization method {what}"
                               + (" (the release registers it)" if registered else "")
                               + "; the load was not simulated")
 
@@ -110,7 +113,7 @@ def _unregistered_method(plan: State, quant: QuantConfig, what: str | None) -> b
     why = ("deprecated: refused unless the server is started with the flag the message names" if entry is not None
            and entry.deprecated else "not registered on ROCm" if entry is not None and platform == "rocm"
            else "not in its quantization-method registry")
-    plan.unsupported = (f"{plan.target.resolved} does not accept quantization method {what} at start-up ({why}; "
+    plan.unsupported = (mention(plan.target.resolved) + f" does not accept quantization method {what} at start-up ({why}; "
                         f"registry extracted from the {k.framework} {k.version} wheel)")
     plan.unsupported_error = error
     return True
@@ -137,7 +140,7 @@ def _unregistered_arch(plan: State, config: dict[str, Any]) -> bool:
     known = next((r for r in map(registered_anywhere, archs) if r), None)
     where = dropped or (f"first registered in {_releases_text(known)}" if known
                         else "no release of either framework registers it")
-    plan.unsupported = (f"{plan.target.resolved} registers no model class for architecture {names} (registry "
+    plan.unsupported = (mention(plan.target.resolved) + f" registers no model class for architecture {names} (registry "
                         f"extracted from the {k.framework} {k.version} wheel, {len(k.architectures)} architectures; "
                         f"{where}): the server refuses to start, unless the installed transformers library "
                         "defines that class for the release's Transformers-backend fallback")
@@ -154,7 +157,8 @@ def _remote_code(plan: State, k: Any, config: dict[str, Any], archs: list[str]) 
     key = k.remote_code_class(config)
     if key is None:
         return False
-    plan.not_simulated = (f"{plan.target.resolved} registers no model class for architecture {', '.join(archs)}, but "
+    plan.not_simulated = (mention(plan.target.resolved)
+                          + f" registers no model class for architecture {', '.join(archs)}, but "
                           f"config.json's auto_map names {key} = {config['auto_map'][key]!r}: assumed loaded through the "
                           "release's Transformers backend from that remote code (needs --trust-remote-code), which "
                           "ckptlint cannot read; the load was not simulated")

@@ -239,6 +239,8 @@ def resolve(spec: str) -> list[Target]:
     verified release not newer than it (with an info note), or the newest with a warning when it
     is newer than every verified release. ``sglang`` alone: every verified release.
     """
+    from ckptlint.findings import mention
+
     text = spec.strip()
     m = re.match(r"^([A-Za-z_-]+)\s*(?:(==|=|@)\s*(.+))?$", text)
     if not m:
@@ -261,18 +263,18 @@ def resolve(spec: str) -> list[Target]:
         )
     if want > parsed[-1][0]:
         t = Target(load_target_data(fw, versions[-1]), requested)
-        t.note = (f"{requested} is newer than the newest verified {fw} release; "
-                  f"checked with the rules of {fw}=={versions[-1]}")
+        t.note = (mention(requested) + f" is newer than the newest verified {fw} release; "
+                  "checked with the rules of " + mention(f"{fw}=={versions[-1]}"))
         t.note_level = "warning"
         return [t]
     best = max((p for p in parsed if p[0] <= want), key=lambda p: p[0])
     t = Target(load_target_data(fw, best[1]), requested)
     if best[0] != want:
-        t.note = (f"{requested} was not verified; it resolves to {fw}=={best[1]}, the newest verified "
-                  f"release not newer than it (no relevant change assumed)")
+        t.note = (mention(requested) + " was not verified; it resolves to " + mention(f"{fw}=={best[1]}")
+                  + ", the newest verified release not newer than it (no relevant change assumed)")
         t.note_level = "info"
     elif _fmt(want) != m.group(3).strip():
-        t.note = f"{requested} resolves to its base release {fw}=={best[1]}"
+        t.note = mention(requested) + " resolves to its base release " + mention(f"{fw}=={best[1]}")
         t.note_level = "info"
     return [t]
 
