@@ -132,7 +132,8 @@ class IndexMissingShard(ReaderRule):
                                              file_set=_shown(files, n, "{}")) or None
         consequence = Consequence(outcome.consequence)
         for i in issues:
-            message = i.message + "; " + mention(ctx.target.resolved) + f": {outcome.note}" if outcome.note else i.message
+            message = (i.message + "; " + mention(ctx.target.resolved) + f": {outcome.note}" if outcome.note
+                       else i.message)
             yield replace(i, target=ctx.target.id, consequence=consequence, severity=consequence.default_severity,
                           error_text=text, data=dict(i.data), message=message)
 
