@@ -18,6 +18,10 @@ ckptlint.matching:
   only), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
   first rule that matches decides).
+* name mappers (``Architecture.rename`` / ``skiplist_rename`` / ``quant_rename``, ``Draft.rename`` /
+  ``skiplist_rename``): lists of :class:`NameRule` of kinds ``regex``, ``prefix``, ``suffix``,
+  ``substring``; the first rule that matches applies; ckptlint.simulate.renames compiles them and
+  composes them per architecture and release (``Plan.renames``).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
   method touches), ``unquantized_linear`` (a Linear layer class the model builds without its quant
   config, so never quantized whatever the method), ``lm_head``, ``embedding``, ``router``, ``other``.
