@@ -1,9 +1,9 @@
 """Stage 1, names: every checkpoint tensor to the runtime module a target loads it into.
 
 Checkpoint modules (tensor name minus its parameter suffix) are renamed by the architecture's and
-the draft's name mappers (target data ``rename``; ``Plan.renames``), grouped into fused modules (``stacked``) and FusedMoE
-modules (``experts``), given a role (main model, MTP draft, extra layer, dropped) and a kind
-(``kinds``). Expert modules, the bulk of a MoE checkpoint, are named once per checkpoint and
+the draft's name mappers (target data ``rename``, compiled in ``Plan.renames``), grouped into fused
+modules (``stacked``) and FusedMoE modules (``experts``), given a role (main model, MTP draft, extra
+layer, dropped) and a kind (``kinds``). Expert modules, the bulk of a MoE checkpoint, are named once per checkpoint and
 expert rule and shared by every target that uses the same rule.
 """
 
