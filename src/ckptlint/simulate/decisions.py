@@ -28,9 +28,7 @@ def decide(plan: State) -> None:
     assert quant and method and arch
     exclude_lists(plan)
     main_list = compile_list(method.match, plan.exclude_main)
-    # (the draft's list is most often the main one: compiled once then)
-    same = plan.draft is None or plan.exclude_draft == plan.exclude_main
-    draft_list = main_list if same else compile_list(method.match, plan.exclude_draft)
+    draft_list = compile_list(method.match, plan.exclude_draft) if plan.draft else main_list
     # the class's mapping as this method sees it: without the entries added at construction when the
     # method copied an empty declared mapping before the model was built (MethodRules.construction_fill)
     sees_fill = method.construction_fill or arch.packed_modules_mapping or method.packed_extra
@@ -42,7 +40,7 @@ def decide(plan: State) -> None:
         # the shared skip test: the same entries under its own matching, with the class's packed mapping
         cls_packed = cls_mapping if skipped.class_mapping else {}
         main_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_main), cls_packed)
-        draft_skip = _Skipped(skipped, main_skip.entries if same else compile_list(skipped.match, plan.exclude_draft),
+        draft_skip = _Skipped(skipped, compile_list(skipped.match, plan.exclude_draft),
                               cls_packed if plan.draft.packed_mapping else {}) if plan.draft else main_skip
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
