@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ckptlint.simulate.renames import fmt_mtp
+from ckptlint.simulate.names import fmt_mtp
 from ckptlint.simulate.state import State
 
 
