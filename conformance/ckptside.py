@@ -84,7 +84,7 @@ def side(ckpt: Checkpoint, target: str, deployment: Deployment | None = None) ->
         if d is None or rm.role not in ("main", "draft"):
             continue
         mods[key] = ModuleDecision(
-            rm.name, rm.kind, rm.role, bool(d.quantized), bool(d.conflict),
+            plan.renames.quant_name(rm.name, rm.role), rm.kind, rm.role, bool(d.quantized), bool(d.conflict),
             bool(d.forced_draft) or d.reason.startswith("whole draft"),
             d.scheme.name if d.scheme is not None else None, d.reason,
             tuple(s.ckpt_module for s in rm.shards))

@@ -190,7 +190,7 @@ def test_facts_become_architecture_fields(toy):
     kinds = {k["pattern"]: k["kind"] for k in fields["kinds"]}
     assert kinds[r"\.moe_block\.gate$"] == "unquantized_linear"
     assert kinds["^lm_head$"] == "unquantized_linear"
-    assert fields["rename"] == [{"pattern": r"^transformer\.", "to": "model.", "count": 1}]
+    assert fields["rename"] == [{"kind": "prefix", "pattern": "transformer.", "to": "model.", "count": 1}]
     # a sub-layer of the decoder layers is named by its tail (the draft's layers are named alike); one of
     # another list (a vision tower's blocks) by its whole path, so that it names nothing in the decoder
     assert cf._tail("model.layers.{N}.mlp.gate") == (r"\.mlp\.gate$", True)
@@ -300,7 +300,11 @@ def test_minimax_m2_from_extracted_facts_on_both_frameworks():
 def test_quant_config_prefix_that_is_not_the_attribute_path():
     """A sub-layer's literal prefix becomes a quant_rename rule (layer index kept); a computed prefix, or
     branches that disagree, stay notes; sub-layers built without the quant config need no rule."""
-    from ckptlint.simulate.names import quant_name
+    from ckptlint.simulate.renames import Renames
+    from ckptlint.targets.schema import Architecture
+
+    def quant_name(arch, name, role="main"):
+        return Renames(arch).quant_name(name, role)
 
     leaves = [
         {"path": "model.layers.{N}.block_sparse_moe.experts", "class": "FusedMoE", "quant": "passed",
@@ -316,7 +320,7 @@ def test_quant_config_prefix_that_is_not_the_attribute_path():
     ]
     rules, notes = cf._quant_renames({"tree": {"leaves": leaves}})
     assert len(rules) == 1
-    arch = type("A", (), {"quant_rename": [type("R", (), r) for r in rules]})
+    arch = Architecture.model_validate({"quant_rename": rules})
     assert quant_name(arch, "model.layers.12.block_sparse_moe.experts") == "model.layers.12.mlp.experts"
     assert quant_name(arch, "model.layers.12.block_sparse_moe.experts", "draft") == "model.layers.12.block_sparse_moe.experts"
     assert quant_name(arch, "model.layers.1.self_attn.qkv_proj") == "model.layers.1.self_attn.qkv_proj"

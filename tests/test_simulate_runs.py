@@ -24,9 +24,16 @@ FIXTURE_DIRS = sorted([p for p in ROOT.iterdir() if (p / "config.json").exists()
                       + [p for p in (ROOT / "upstream").iterdir() if (p / "config.json").exists()])
 
 
-def _per_module_runs(ckpt, arch, draft_prefix, draft_word=None):
-    """Every module in a run of its own with no runtime: the module-by-module path."""
-    return [(None, g[4], False, [], [g]) for g in S.module_groups(ckpt, arch.layer_prefix)]
+def _per_module_runs(ckpt, arch, renames, draft_prefix, draft_word=None):
+    """Every module in a run of its own with no runtime: the module-by-module path (each module's renamed
+    name and draft-prefix membership, which the runs hand to it, computed here on their own)."""
+    out = []
+    for g in S.module_groups(ckpt, arch.layer_prefix):
+        module = g[0]
+        member = bool(draft_prefix) and ((module + ".").startswith(draft_prefix)
+                                         or (bool(draft_word) and draft_word in module))
+        out.append((None, g[4], member, [], [(g, renames(module))]))
+    return out
 
 
 def _describe(plan: S.Plan) -> list:

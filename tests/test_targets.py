@@ -82,8 +82,9 @@ def test_glm5_draft_class_changes_at_0_5_16():
     (new,) = resolve("sglang==0.5.16")
     assert old.architecture("GlmMoeDsaForCausalLM").draft.cls == "DeepseekV3ForCausalLMNextN"
     assert new.architecture("GlmMoeDsaForCausalLM").draft.cls == "GlmMoeDsaForCausalLMNextN"
-    assert old.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {"model.layers.61": "model.decoder"}
-    assert new.architecture("GlmMoeDsaForCausalLM").draft.mapper_substr == {}
+    (rule,) = old.architecture("GlmMoeDsaForCausalLM").draft.skiplist_rename
+    assert (rule.kind, rule.pattern, rule.to) == ("substring", "model.layers.61", "model.decoder")
+    assert new.architecture("GlmMoeDsaForCausalLM").draft.skiplist_rename == []
 
 
 def test_compiled_data_is_current():

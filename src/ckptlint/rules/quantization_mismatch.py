@@ -4,7 +4,6 @@ from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding, mention
 from ckptlint.simulate.layout import suggested_entries
-from ckptlint.simulate.names import quant_name
 from ckptlint.matching import compile_list
 from ckptlint.rules.base import Rule, RuleContext
 
@@ -78,7 +77,7 @@ class QuantizationMismatch(Rule):
             key = plan.exclude_key or (plan.method.exclude_keys[0] if plan.method.exclude_keys else "exclude")
             if first.direction == "unquantized-into-quantized":
                 ckpt_named = sorted({m.shard.ckpt_module for m in mismatches} & raw_set)
-                qname = quant_name(plan.arch, rm.name, rm.role)
+                qname = plan.renames.quant_name(rm.name, rm.role)
                 why = f"no `{key}` entry matches `{qname}` under {plan.method.match} matching"
                 if qname != rm.name:
                     why += (" (the quant-config prefix " + mention(plan.target.resolved)

@@ -155,8 +155,10 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any], regexes: Rege
     from ckptlint.simulate.moe_fallback import moe_scheme_refusal
     from ckptlint.simulate.names import build_modules, class_packed
     from ckptlint.simulate.placements import module_placements
+    from ckptlint.simulate.renames import Renames
 
     plan.class_packed = class_packed(plan.arch, config)
+    plan.renames = Renames(plan.arch, plan.draft, plan.mtp_layers[0] if plan.draft is not None else None)
     build_modules(ckpt, plan, config)
     if plan.quant is not None and plan.method is not None:
         decide(plan, regexes)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from ckptlint.matching import CompiledList, compile_list, keeps_mode
 from ckptlint.simulate.model import Decision
 from ckptlint.simulate.moe_fallback import moe_fallback
-from ckptlint.simulate.names import fmt_mtp, map_substr, quant_name
+from ckptlint.simulate.renames import fmt_mtp
 from ckptlint.simulate.skiplists import exclude_lists
 from ckptlint.simulate.state import Building, State
 
@@ -47,8 +47,8 @@ def decide(plan: State, regexes: "RegexScope") -> None:
     draft = plan.draft
     if draft is not None and draft.whole_draft_check and quant.method_key in draft.whole_draft_check.methods:
         probe = fmt_mtp(draft.whole_draft_check.probe, {"mtp": plan.mtp_layers[0]})
-        if method.apply_mapper and draft.mapper_substr:
-            probe = map_substr(probe, draft.mapper_substr)
+        if method.apply_mapper and plan.renames.draft_skip_list:
+            probe = plan.renames.draft_skip_list(probe)
         hit = draft_list.first_match(probe)
         if hit is not None:
             plan.whole_draft_excluded = f"the layer prefix `{probe}` matches exclude entry `{hit}`"
@@ -83,24 +83,22 @@ def _unstored_draft_linears(plan: State):
     """The linears of an MTP layer the checkpoint does not store, under the names the draft builds them with:
     the main model's first decoder layer moved to the draft's layer (its checkpoint prefix, then the draft's
     renames), in the main model's order."""
-    from ckptlint.simulate.names import renamed
-
     draft, arch = plan.draft, plan.arch
     first = f"{arch.layer_prefix}0."
     layer = plan.mtp_layers[0]
     target = draft.prefix + "layers.0." if draft.prefix else fmt_mtp(draft.keep_prefix, {"mtp": layer})
-    renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": layer})), r.to, r.count) for r in draft.rename]
+    renamed = plan.renames.draft_modules
     for rm in list(plan.modules.values()):
         if rm.role != "main" or rm.kind != "linear" or not rm.name.startswith(first):
             continue
-        name = renamed(target + rm.name[len(first):], renames)
+        name = renamed(target + rm.name[len(first):])
         yield Building(name, rm.kind, rm.loader, "draft")
 
 
 def _quant_named(rm: Building, plan: State) -> Building:
     """``rm`` under the quant-config prefix its class builds it with (Architecture.quant_rename), the name
     the method's lists and schemes are tested against; ``rm`` itself when that is its own name."""
-    name = quant_name(plan.arch, rm.name, rm.role)
+    name = plan.renames.quant_name(rm.name, rm.role)
     if name == rm.name:
         return rm
     return Building(name, rm.kind, rm.loader, rm.role, rm.shards, None, rm.fused_into)

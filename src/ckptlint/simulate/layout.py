@@ -221,10 +221,8 @@ def _shape_error(loading, rm: Building, pshape, pdtype: str, lshape, ldtype: str
 
 def suggested_entries(plan, rm) -> list[str]:
     """Skip-list entries under which the target would exclude ``rm`` (runtime naming)."""
-    from ckptlint.simulate.names import quant_name
-
     method = plan.method
-    name = quant_name(plan.arch, rm.name, rm.role)  # the quant-config prefix the entries are tested against
+    name = plan.renames.quant_name(rm.name, rm.role)  # the quant-config prefix the entries are tested against
     if method is None:
         return [name]
     last = name.rpartition(".")[2]

@@ -180,6 +180,7 @@ class Plan(NamedTuple):
     # the model class's packed_modules_mapping for this config.json (Architecture.packed_modules_mapping
     # plus the packed_modules_mapping_if entries whose key is set)
     class_packed: Mapping[str, tuple[str, ...]] = EMPTY
+    renames: Any = None  # the architecture's and the draft's name mappers (ckptlint.simulate.renames.Renames)
     whole_draft_excluded: str | None = None
     assumptions: tuple[str, ...] = ()
     unsupported: str | None = None  # why the framework release cannot load the checkpoint at all

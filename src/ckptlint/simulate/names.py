@@ -1,9 +1,9 @@
 """Stage 1, names: every checkpoint tensor to the runtime module a target loads it into.
 
 Checkpoint modules (tensor name minus its parameter suffix) are renamed by the architecture's and
-the draft's rules (target data ``rename``), grouped into fused modules (``stacked``) and FusedMoE
-modules (``experts``), given a role (main model, MTP draft, extra layer, dropped) and a kind
-(``kinds``). Expert modules, the bulk of a MoE checkpoint, are named once per checkpoint and
+the draft's name mappers (target data ``rename``, compiled in ``Plan.renames``), grouped into fused
+modules (``stacked``) and FusedMoE modules (``experts``), given a role (main model, MTP draft, extra
+layer, dropped) and a kind (``kinds``). Expert modules, the bulk of a MoE checkpoint, are named once per checkpoint and
 expert rule and shared by every target that uses the same rule.
 """
 
@@ -16,25 +16,12 @@ from typing import TYPE_CHECKING, Any
 from ckptlint.checkpoint import Checkpoint, TensorInfo
 from ckptlint.simulate.forms import module_groups
 from ckptlint.simulate.model import Shard, Stored
+from ckptlint.simulate.renames import fmt_mtp
 from ckptlint.simulate.state import Building, State
 
 if TYPE_CHECKING:
+    from ckptlint.simulate.renames import NameMapper
     from ckptlint.targets.schema import Architecture, KindRule
-
-
-def fmt_mtp(template: str, mapping: dict[str, Any]) -> str:
-    return template.replace("{mtp}", str(mapping["mtp"])) if "{mtp}" in template else template
-
-
-def rename_entry(entry: str, rules) -> str:
-    # A name mapper rewrites plain names; it cannot translate `re:` or glob entries (vLLM #28072).
-    if entry.startswith("re:") or "*" in entry:
-        return entry
-    for r in rules:
-        new, n = re.subn(r.pattern, r.to, entry, count=1)
-        if n:
-            return new
-    return entry
 
 
 def class_packed(arch, config: dict[str, Any]) -> dict[str, list[str]]:
@@ -47,19 +34,11 @@ def class_packed(arch, config: dict[str, Any]) -> dict[str, list[str]]:
     return out
 
 
-def map_substr(entry: str, mapper: dict[str, str]) -> str:
-    # WeightsMapper semantics: at most one substring rule (longest key first), first occurrence.
-    for key in sorted(mapper, key=len, reverse=True):
-        if key in entry:
-            return entry.replace(key, mapper[key], 1)
-    return entry
-
-
 class _Namer:
     """Checkpoint module path -> (runtime module, shard query, expert, proj) for one role."""
 
     def __init__(self, arch: Architecture, config: dict[str, Any]):
-        self.experts = re.compile(arch.experts) if arch.experts else None
+        self.experts = experts_rx(arch.experts)
         self.stacked: dict[str, str] = {}
         for st in arch.stacked:
             if st.requires_config and config.get(st.requires_config) in (None, 0, False):
@@ -80,35 +59,16 @@ class _Namer:
         return module, module, None, None
 
 
+@lru_cache(maxsize=64)
+def experts_rx(pattern: str | None) -> re.Pattern[str] | None:
+    """An architecture's expert rule (``Architecture.experts``) compiled, once for both naming paths."""
+    return re.compile(pattern) if pattern else None
+
+
 def _expert_fields(m: re.Match[str]) -> tuple[str, int, str]:
     """(FusedMoE module, expert index, projection) from a match of an architecture's expert rule."""
     moe, expert, proj = m.group("moe", "expert", "proj")
     return moe, int(expert), proj
-
-
-def renamed(name: str, rules: list[tuple[re.Pattern[str], str]]) -> str:
-    """``name`` after the first rule whose pattern it contains (a name mapper applies one); a rule
-    given as (pattern, replacement, 0) replaces every occurrence."""
-    for rule in rules:
-        rx, to = rule[0], rule[1]
-        if rx.search(name):
-            return rx.sub(to, name, count=rule[2] if len(rule) > 2 else 1)
-    return name
-
-
-def quant_name(arch, name: str, role: str = "main") -> str:
-    """The name the quant config is asked about for the runtime module ``name``: its quant-config prefix
-    where the class builds it with one that is not its attribute path (``Architecture.quant_rename``,
-    main-model modules only), else ``name``."""
-    rules = getattr(arch, "quant_rename", None) if arch is not None else None
-    if not rules or role != "main":
-        return name
-    return renamed(name, _quant_rules(tuple((r.pattern, r.to, r.count) for r in rules)))
-
-
-@lru_cache(maxsize=256)
-def _quant_rules(rules: tuple[tuple[str, str, int], ...]) -> list[tuple[re.Pattern[str], str, int]]:
-    return [(re.compile(p), to, n) for p, to, n in rules]
 
 
 class _ByShape:
@@ -156,23 +116,25 @@ def build_modules(ckpt: Checkpoint, plan: State, config: dict[str, Any]) -> None
     assert arch is not None
     placer = _Placer(ckpt, plan, config)
     modules, mtp, nhl, draft_prefix = plan.modules, placer.mtp, placer.nhl, placer.draft_prefix
-    draft_word = placer.draft_word
     # Most modules of a MoE checkpoint are experts of main-model layers, whose runtime module and
     # shard do not depend on the target beyond its expert naming rule: those come precomputed,
     # one run of consecutive modules per runtime module (e.g. one layer's 768 expert projections).
-    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, draft_prefix, draft_word):
+    # The other modules are placed one by one, with the renamed name and draft-prefix membership the
+    # runs computed for them.
+    for runtime, layer, in_draft_prefix, shards, groups in _expert_runs(ckpt, arch, plan.renames.modules,
+                                                                        placer.draft_prefix, placer.draft_word):
         if runtime is None or in_draft_prefix or (layer is not None and (
                 (layer in mtp and not draft_prefix) or (nhl is not None and layer >= nhl))):
-            for g in groups:
-                placer.place(*g)
+            for g, name in groups:
+                placer.place(*g, name, in_draft_prefix)
             continue
         rm = modules.get(runtime)
         if rm is not None and rm.role == "draft":
             modules[runtime + "@draft"] = modules.pop(runtime)
             rm = None
         if rm is None:
-            kind, loader = _kind(runtime, placer.main_kinds, placer.method_name, groups[0][3], groups[0][2],
-                                 placer.by_shape)
+            first = groups[0][0]
+            kind, loader = _kind(runtime, placer.main_kinds, placer.method_name, first[3], first[2], placer.by_shape)
             rm = modules[runtime] = Building(runtime, kind, loader, "main")
         rm.shards.extend(shards)
 
@@ -191,9 +153,7 @@ class _Placer:
         self.draft = draft = plan.draft
         self.main_kinds = [(re.compile(r.pattern), r) for r in arch.kinds]
         self.draft_kinds = [(re.compile(r.pattern), r) for r in draft.kinds] + self.main_kinds if draft else self.main_kinds
-        self.renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to, r.count)
-                        for r in draft.rename] if draft else []
-        self.arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
+        self.draft_renames = plan.renames.draft_modules
         self.named: dict[str, tuple[str, str, int | None, str | None]] = ckpt.cache.setdefault(
             ("namer", arch.experts, tuple(sorted(self.namer.stacked.items()))), {})
         self.draft_prefix = arch.draft.prefix if arch.draft is not None else None
@@ -219,13 +179,15 @@ class _Placer:
         for t in tensors:
             self.plan.dropped[t.name] = why
 
-    def _role_and_name(self, module: str, tensors: list[TensorInfo], layer: int | None) -> tuple[str, str] | None:
-        """The module's role and the name the target looks it up under (None: not loaded)."""
+    def _role_and_name(self, module: str, tensors: list[TensorInfo], layer: int | None, renamed: str,
+                       in_draft_prefix: bool) -> tuple[str, str] | None:
+        """The module's role and the name the target looks it up under (None: not loaded); ``renamed``:
+        the module after the architecture's name mapper."""
         draft, draft_prefix, word = self.draft, self.draft_prefix, self.draft_word
         if self.absent and self._absent(module, tensors):
             return None
         role = "main"
-        if draft_prefix and ((module + ".").startswith(draft_prefix) or (word and word in module)):
+        if in_draft_prefix:
             if draft is None:
                 self._drop(tensors, "MTP weights are not loaded with speculative decoding off")
                 return None
@@ -238,18 +200,18 @@ class _Placer:
         elif layer is not None and self.nhl is not None and layer >= self.nhl:
             role = "extra"
         if role != "draft":
-            return role, renamed(module, self.arch_renames) if self.arch_renames else module
+            return role, renamed
         if not (module + ".").startswith(fmt_mtp(draft.keep_prefix, {"mtp": layer})) and not (word and word in module):
             return None
         hit = next((d for d in draft.drop if d in module), None)
         if hit is not None:
             self._drop(tensors, f"the draft loader drops `{hit}` weights (shared with the target model)")
             return None
-        return role, renamed(module, self.renames)
+        return role, self.draft_renames(module)
 
     def place(self, module: str, tensors: list[TensorInfo], stored: Stored, has_matrix: bool,
-              layer: int | None) -> None:
-        found = self._role_and_name(module, tensors, layer)
+              layer: int | None, renamed: str, in_draft_prefix: bool) -> None:
+        found = self._role_and_name(module, tensors, layer, renamed, in_draft_prefix)
         if found is None:
             return
         role, name = found
@@ -275,25 +237,30 @@ class _Placer:
         rm.shards.append(Shard(module, query, tensors, stored, expert, proj))
 
 
-Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[str, list[TensorInfo], Stored, bool, "int | None"]]]
+Group = tuple[str, list[TensorInfo], Stored, bool, "int | None"]
+Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[Group, str]]]
 
 
-def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
+def draft_member(module: str, draft_prefix: str | None, draft_word: str | None) -> bool:
+    """Whether a checkpoint module belongs to a draft kept under a top-level prefix (``Draft.prefix``),
+    or holds its ``keep_substring`` anywhere (SGLang Qwen3-Next / Qwen3.5: `mtp`)."""
+    return bool(draft_prefix) and ((module + ".").startswith(draft_prefix) or bool(draft_word and draft_word in module))
+
+
+def _expert_runs(ckpt: Checkpoint, arch: Architecture, renames: NameMapper, draft_prefix: str | None,
                  draft_word: str | None = None) -> list[Run]:
     """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
-    prefix, shards, module groups). Consecutive expert modules (``arch.experts``, after the
-    architecture's renames) of one FusedMoE module, layer and draft-prefix membership form one
-    run with their shards built as main-model shards; every other module is in a run whose
-    runtime is None, named per target. Depends only on the expert rule, renames and prefixes, so
-    targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
-    key = ("runs", arch.layer_prefix, arch.experts, tuple((r.pattern, r.to) for r in arch.rename), draft_prefix,
-           draft_word)
+    prefix, shards, (module group, renamed name) pairs). Consecutive expert modules (``arch.experts``,
+    after the architecture's name mapper ``renames``) of one FusedMoE module, layer and draft-prefix
+    membership form one run with their shards built as main-model shards; every other module is in a
+    run whose runtime is None, named per target. Depends only on the expert rule, renames and prefixes,
+    so targets that share them (the SGLang and vLLM classes of one model usually do) share the work."""
+    key = ("runs", arch.layer_prefix, arch.experts, renames.key, draft_prefix, draft_word)
     runs = ckpt.cache.get(key)
     if runs is not None:
         return runs
     runs = []
-    arch_renames = [(re.compile(r.pattern), r.to) for r in arch.rename]
-    rx = re.compile(arch.experts) if arch.experts else None
+    rx = experts_rx(arch.experts)
     match = rx.match if rx is not None else None
     # the (moe, expert, proj) groups: all of the match's groups, in that order, in the usual rule
     plain = rx is not None and rx.groups == 3 and rx.groupindex == {"moe": 1, "expert": 2, "proj": 3}
@@ -306,10 +273,9 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
     new_shard = tuple.__new__
     for g in module_groups(ckpt, arch.layer_prefix):
         module, tensors, stored, _, layer = g
-        name = renamed(module, arch_renames) if arch_renames else module
+        name = renames(module) if renames else module
         m = match(name) if match is not None else None
-        in_dp = draft_prefix is not None and ((module + ".").startswith(draft_prefix)
-                                              or (draft_word is not None and draft_word in module))
+        in_dp = draft_member(module, draft_prefix, draft_word)
         if m is not None:
             moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
             expert = ints.get(e)
@@ -323,7 +289,7 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, draft_prefix: str | None,
             last_rt, last_layer, last_dp = moe, layer, in_dp
         if m is not None:
             cur_shards.append(new_shard(Shard, (module, name, tensors, stored, expert, proj)))
-        cur_groups.append(g)
+        cur_groups.append((g, name))
     ckpt.cache[key] = runs
     return runs
 

@@ -8,11 +8,10 @@ list of quantized modules for methods that have one (``include_key``).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from ckptlint.simulate.model import SkipEntry
-from ckptlint.simulate.names import fmt_mtp, map_substr, rename_entry, renamed
+from ckptlint.simulate.renames import fmt_mtp
 from ckptlint.simulate.state import State
 
 if TYPE_CHECKING:
@@ -30,15 +29,15 @@ def _include_list(plan: State, quant: QuantConfig, method: MethodRules) -> tuple
     if isinstance(raw, list):
         for v in raw:
             items += [x for x in v if isinstance(x, str)] if isinstance(v, list) else [v] if isinstance(v, str) else []
-    renames = plan.arch.rename if method.include_apply_mapper and plan.arch is not None else []
+    rename = plan.renames.entries if method.include_apply_mapper else None
     if items:
-        return [rename_entry(e, renames) for e in items], False
+        return [rename(e) if rename else e for e in items], False
     if not method.infer_include_from_dtypes:
         return None, False
     floats = set(method.include_float_dtypes)
     # inferred from checkpoint names, then name-mapped like a given list (the inference runs first)
-    inferred = sorted({rename_entry(s.ckpt_module, renames) for rm in plan.modules.values() for s in rm.shards
-                       if any(dt not in floats for _, dt, _ in s.stored.sig)})
+    inferred = sorted({rename(s.ckpt_module) if rename else s.ckpt_module for rm in plan.modules.values()
+                       for s in rm.shards if any(dt not in floats for _, dt, _ in s.stored.sig)})
     return (inferred or None), True
 
 
@@ -73,21 +72,18 @@ def exclude_lists(plan: State) -> None:
         return out
 
     main: list[SkipEntry] = []
+    rename = plan.renames.skip_list if method.apply_mapper else None
     for e in entries:
-        text = map_substr(e, arch.mapper_substr) if (method.apply_mapper and arch.mapper_substr) else e
-        if method.apply_mapper and arch.rename:
-            text = rename_entry(text, arch.rename)
-        if method.apply_mapper and arch.skiplist_rename:
-            text = rename_entry(text, arch.skiplist_rename)
+        text = rename(e) if rename else e
         main.append(SkipEntry(e, "config", where) if text == e else SkipEntry(text, "framework", mapper, e))
     if not main and method.infer_skip_from_dtypes:
         # vLLM AWQ: an empty modules_to_not_convert is inferred from the checkpoint: every module
         # whose tensors are all floating point is skipped.
         how = (f"inferred from the safetensors dtypes (the {plan.exclude_key or 'skip list'} is empty: modules whose "
                "tensors are all floating point)")
-        renames = arch.rename if method.apply_mapper else []
+        rename = plan.renames.entries if method.apply_mapper else None
         main = [SkipEntry(m, "inferred", how) for m in sorted(
-            {rename_entry(s.ckpt_module, renames) for rm in plan.modules.values() for s in rm.shards
+            {rename(s.ckpt_module) if rename else s.ckpt_module for rm in plan.modules.values() for s in rm.shards
              if s.stored.quantized is False})]
     main = variants(main, "main")
     plan.exclude_main = [e.text for e in main]
@@ -113,19 +109,20 @@ def _draft_list(plan: State, entries: list[str], where: str, variants) -> list[S
     draft class's copies of checkpoint-named entries (Draft.exclude_copy)."""
     quant, method, draft = plan.quant, plan.method, plan.draft
     d_entries: list[SkipEntry] = []
+    rename = plan.renames.draft_skip_list if method.apply_mapper else None
     for e in entries:
-        text = map_substr(e, draft.mapper_substr) if (method.apply_mapper and draft.mapper_substr) else e
+        text = rename(e) if rename else e
         d_entries.append(SkipEntry(e, "config", where, None, "draft") if text == e else
                          SkipEntry(text, "framework", f"{draft.cls}'s name mapper, applied to the skip list", e, "draft"))
     copy = draft.exclude_copy
     if copy is not None and quant.method_key in copy.methods:
         lit = fmt_mtp(copy.prefix, {"mtp": plan.mtp_layers[0]})
-        renames = [(re.compile(fmt_mtp(r.pattern, {"mtp": plan.mtp_layers[0]})), r.to) for r in draft.rename]
+        renamed = plan.renames.draft_modules
         how = f"{draft.cls} copies `{lit}` entries under the draft's module names"
         seen: set[str] = set()
         for e in entries:
             if e.startswith(lit):
-                mapped = renamed(e, renames)
+                mapped = renamed(e)
                 d_entries.append(SkipEntry(mapped, "framework", how, e, "draft"))
                 for needle, add in copy.add_if_contains.items():
                     if needle in mapped and add not in seen:

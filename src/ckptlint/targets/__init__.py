@@ -40,7 +40,7 @@ def _fmt(v: tuple[int, ...]) -> str:
 # Tables that a later file replaces whole instead of merging key by key (mappings whose keys are
 # data, and outcomes whose fields belong together).
 _REPLACE_WHOLE = frozenset({
-    "mapper_substr", "packed_extra", "packed_modules_mapping", "fallback_fused", "all_listed", "add_if_contains", "missing_shard",
+    "packed_extra", "packed_modules_mapping", "fallback_fused", "all_listed", "add_if_contains", "missing_shard",
     "unexpected_param", "mixed_shards", "missing_weights", "whole_draft_check", "exclude_copy",
     "only_methods_for_count", "quant_none_if_entry", "rejected_in", "stacked", "expert", "other", "by_suffix", "fused", "aliases",
 })

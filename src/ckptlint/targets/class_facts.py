@@ -219,7 +219,7 @@ def _quant_renames(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[st
         pattern = "^" + re.escape(path).replace(r"\{N\}", r"(\d+)") + "$"
         pieces = prefix.replace("\\", "\\\\").split("{N}")
         to = pieces[0] + "".join(f"\\g<{i}>" + piece for i, piece in enumerate(pieces[1:], 1))
-        rules.append({"pattern": pattern, "to": to, "count": 1})
+        rules.append({"kind": "regex", "pattern": pattern, "to": to, "count": 1})
     return rules, notes
 
 
@@ -257,9 +257,14 @@ def _sublayer_kinds(facts: dict[str, Any]) -> tuple[list[dict[str, Any]], list[s
     return kinds, notes
 
 
+# WeightsMapper tables -> NameRule kinds (any other table is matched as a substring)
+_MAPPER_KINDS = {"orig_to_new_prefix": "prefix", "orig_to_new_suffix": "suffix"}
+
+
 def _renames(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[str]]:
-    """The WeightsMapper's prefix / suffix / substring rules as renames (first match wins). A mapper with
-    rules of more than one kind, or computed ones, is left generic (a mapper applies one rule per kind)."""
+    """The WeightsMapper's prefix / suffix / substring rules as one name mapper (``NameRule`` records,
+    first match wins). A mapper with rules of more than one kind, or computed ones, is left generic (a
+    mapper applies one rule per kind)."""
     rules: list[dict[str, Any]] = []
     kinds_used: set[str] = set()
     notes: list[str] = []
@@ -278,9 +283,7 @@ def _renames(facts: dict[str, Any]) -> tuple[list[dict[str, Any]] | None, list[s
                         notes.append(f"the name mapper's {kind} rule for `{src}` is computed")
                     continue
                 kinds_used.add(kind)
-                esc = re.escape(src)
-                pattern = {"orig_to_new_prefix": "^" + esc, "orig_to_new_suffix": esc + "$"}.get(kind, esc)
-                rules.append({"pattern": pattern, "to": dst.replace("\\", "\\\\"), "count": 1})
+                rules.append({"kind": _MAPPER_KINDS.get(kind, "substring"), "pattern": src, "to": dst, "count": 1})
     for mi in facts.get("mappers_init") or []:
         notes.append(f"__init__ changes {mi.get('attr')}" + (f" when {mi['if']}" if mi.get("if") else ""))
     if len(kinds_used) > 1:

@@ -18,6 +18,10 @@ ckptlint.matching:
   only), ``fnmatch``, ``gptq_dynamic`` (GPTQModel ``dynamic`` keys in the order written:
   ``-:<regex>`` excludes, ``+:<regex>`` / ``<regex>`` keeps the module quantized; each re.match'ed, the
   first rule that matches decides).
+* name mappers (``Architecture.rename`` / ``skiplist_rename`` / ``quant_rename``, ``Draft.rename`` /
+  ``skiplist_rename``): lists of :class:`NameRule` of kinds ``regex``, ``prefix``, ``suffix``,
+  ``substring``; the first rule that matches applies; ckptlint.simulate.renames compiles them and
+  composes them per architecture and release (``Plan.renames``).
 * module kinds: ``linear``, ``moe``, ``plain`` (a framework-native nn.Linear that no quant
   method touches), ``unquantized_linear`` (a Linear layer class the model builds without its quant
   config, so never quantized whatever the method), ``lm_head``, ``embedding``, ``router``, ``other``.
@@ -324,10 +328,20 @@ class ShapeKinds(Strict):
     lm_head: str = r"(^|\.)(lm_head|embed_out|output_layer|output)$"
 
 
-class Rename(Strict):
-    pattern: str  # regex on the checkpoint module path ({mtp} is the MTP layer index)
-    to: str  # replacement (re.sub syntax)
-    count: int = 1  # occurrences replaced (0: every one, like str.replace)
+class NameRule(Strict):
+    """One rule of a name mapper (the model class's ``WeightsMapper``, a draft class's own renaming, the
+    quant-config prefix a sub-layer is built with). ``kind`` says how ``pattern`` finds its place in a
+    name: ``regex`` (``re.search``; ``to`` is an ``re.sub`` replacement), ``prefix`` (the name starts
+    with it), ``suffix`` (the name ends with it), ``substring`` (it occurs anywhere); for the last three
+    ``pattern`` and ``to`` are literal text. ``{mtp}`` in a draft rule's pattern is the MTP layer index.
+    A mapper is an ordered list of rules of which the first that matches applies (once per mapper: vLLM's
+    ``WeightsMapper`` keeps the same four kinds, each a table of its own; ckptlint lists a table's rules
+    in the order they are tried)."""
+
+    kind: Literal["regex", "prefix", "suffix", "substring"] = "regex"
+    pattern: str
+    to: str
+    count: int = 1  # occurrences replaced (0: every one, like str.replace); prefix / suffix: one
 
 
 class UnexpectedNames(Strict):
@@ -402,11 +416,16 @@ class Draft(Strict):
     # False: the draft model has no packed_modules_mapping, so a skip list is tested against its fused
     # layers' own names only (an excluded q_proj does not exclude qkv_proj)
     packed_mapping: bool = True
-    rename: list[Rename] = Field(default_factory=list)  # first match wins
+    # The names the draft loader loads its checkpoint modules under (one mapper, first match wins); also the
+    # runtime names of ``exclude_copy``'s copies.
+    rename: list[NameRule] = Field(default_factory=list)
     kinds: list[KindRule] = Field(default_factory=list)  # tried before the model's kinds
     quant_none_for: list[str] = Field(default_factory=list)  # methods forced unquantized
     quant_none_note: str | None = None
-    mapper_substr: dict[str, str] = Field(default_factory=dict)  # skip-list mapper
+    # The draft class's name mapper where it rewrites only the quant config's skip list (SGLang
+    # DeepseekV3ForCausalLMNextN's substring rule), for methods with apply_mapper: applied to every entry's
+    # text, ``re:`` and glob entries included, and to ``whole_draft_check``'s probe; first match wins.
+    skiplist_rename: list[NameRule] = Field(default_factory=list)
     exclude_copy: ExcludeCopy | None = None
     whole_draft_check: WholeDraftCheck | None = None
     missing_weights: Outcome = Outcome(consequence="degraded")
@@ -486,18 +505,18 @@ class Architecture(Strict):
     # ... plus these entries when a config key is set (later entries win; see PackedIf)
     packed_modules_mapping_if: list[PackedIf] = Field(default_factory=list)
     kinds: list[KindRule] = Field(default_factory=list)
-    mapper_substr: dict[str, str] = Field(default_factory=dict)
-    # Runtime prefix rewrite of checkpoint module paths (the model's hf_to_*_mapper renames), in
-    # order, first match wins; also applied to skip lists when the method's apply_mapper is set.
-    rename: list[Rename] = Field(default_factory=list)
+    # The model class's name mapper (hf_to_*_mapper): checkpoint module paths of the main model to their
+    # runtime names, first match wins; also the quant config's lists (for methods with apply_mapper /
+    # include_apply_mapper; plain entries only: a mapper cannot translate `re:` or glob entries, vLLM #28072).
+    rename: list[NameRule] = Field(default_factory=list)
     # The model's name mapper where it rewrites only the quant config's lists (not the module names),
-    # for methods with apply_mapper; first match wins.
-    skiplist_rename: list[Rename] = Field(default_factory=list)
+    # for methods with apply_mapper, after ``rename`` (plain entries only); first match wins.
+    skiplist_rename: list[NameRule] = Field(default_factory=list)
     # The quant-config prefix a sub-layer is built with where it is not its attribute path (vLLM 0.33
     # MiniMax-M2 builds `block_sparse_moe` with `prefix=f"{prefix}.mlp"`): the method's skip / quantized-module
     # lists and per-module schemes are tested against the renamed name; the parameters (and the checkpoint
     # names they load) keep the attribute path. First match wins; main-model modules only.
-    quant_rename: list[Rename] = Field(default_factory=list)
+    quant_rename: list[NameRule] = Field(default_factory=list)
     unexpected_param: Outcome | None = None  # this model's loader, when it differs from `loading`
     unexpected: UnexpectedNames | None = None  # ... per name class (falls back to unexpected_param)
     absent: list[AbsentModules] = Field(default_factory=list)
