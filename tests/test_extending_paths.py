@@ -152,7 +152,7 @@ rename = [
 {renames},
 ]
 kinds = [{{ pattern = '^model\\.eh_proj$', kind = "linear", loader = "ReplicatedLinear" }}]
-mapper_substr = {{}}
+skiplist_rename = []
 whole_draft_check = {{ methods = [], probe = "model.layers.{{mtp}}" }}
 quant_none_for = []
 missing_weights = {{ consequence = "load-error", error = "{MISSING_ERROR}" }}
@@ -273,7 +273,7 @@ def test_new_architecture_with_an_mtp_draft(tmp_path):
 PARSER_HOOK = f'''
 
 # --- {METHOD}: synthetic (tests/test_extending_paths.py): the config format's parser, its scheme ---
-def _parse_example_fp8(qc: dict[str, Any], method: str) -> QuantConfig:
+def _parse_example_fp8(qc: dict[str, Any], method: str, regexes: RegexScope) -> QuantConfig:
     return QuantConfig("{METHOD}", "{METHOD}", "config.json", qc, scheme_fp8(None))
 
 
