@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from ckptlint.deployment import Deployment
@@ -47,3 +51,25 @@ def cli_run(capsys, *args: str) -> tuple[int, str, str]:
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def run_python(*args: str, pythonpath: str, cwd: Path, timeout: float = 300,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run this interpreter in a child process with PYTHONPATH set (a copy of the package first), stdin
+    closed. A child still running after `timeout` seconds gets SIGABRT, on which faulthandler prints
+    every thread's Python stack, and the test fails with that stack instead of a bare TimeoutExpired."""
+    full_env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONFAULTHANDLER": "1", **(env or {})}
+    with subprocess.Popen([sys.executable, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, env=full_env, cwd=cwd) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            raise AssertionError(f"still running after {timeout} s: {' '.join(args)}\n"
+                                 f"--- stdout (tail)\n{out[-3000:]}\n--- stderr (tail)\n{err[-6000:]}") from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -10,21 +10,19 @@ release's verdicts. Nothing else in the package is edited."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from ckptlint.targets import known_versions, parse_version
+from helpers import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 BUGGY = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix"
 
 
 def _run(pkg: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(pkg)}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return run_python(*args, pythonpath=str(pkg), cwd=ROOT)
 
 
 def test_one_data_file_plus_regeneration(tmp_path):

@@ -14,14 +14,13 @@ do; its code is the next free one of the LD family, taken from the table.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from casefiles import build_case, discover, validate
+from helpers import run_python
 from ckptlint.rules import CODES
 from ckptlint.targets import known_versions
 
@@ -114,8 +113,7 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def _run(root: Path, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=300, cwd=root,
-                          env={**os.environ, "PYTHONPATH": str(root / "src"), **env})
+    return run_python(*args, pythonpath=str(root / "src"), cwd=root, env=env)
 
 
 def _suite(root: Path, *args: str, **env: str) -> dict[str, str]:

@@ -30,6 +30,7 @@ from ckptlint.targets import known_versions, raw_files, resolve
 from ckptlint.targets.coverage import release_coverage
 from ckptlint.testing.builder import write_checkpoint
 from ckptlint.testing.models import DenseDims, Layout, MoeDims, Spec, dense_spec, glm5_quark_mxfp4
+from helpers import run_python
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -55,8 +56,7 @@ def _copy_package(tmp_path: Path) -> Path:
 
 
 def _run(pkg: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join((str(pkg), str(ROOT)))}
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    return run_python(*args, pythonpath=os.pathsep.join((str(pkg), str(ROOT))), cwd=ROOT)
 
 
 def _check(pkg: Path, ckpt: Path, *targets: str) -> dict:
