@@ -241,12 +241,6 @@ Group = tuple[str, list[TensorInfo], Stored, bool, "int | None"]
 Run = tuple["str | None", "int | None", bool, list[Shard], list[tuple[Group, str]]]
 
 
-def draft_member(module: str, draft_prefix: str | None, draft_word: str | None) -> bool:
-    """Whether a checkpoint module belongs to a draft kept under a top-level prefix (``Draft.prefix``),
-    or holds its ``keep_substring`` anywhere (SGLang Qwen3-Next / Qwen3.5: `mtp`)."""
-    return bool(draft_prefix) and ((module + ".").startswith(draft_prefix) or bool(draft_word and draft_word in module))
-
-
 def _expert_runs(ckpt: Checkpoint, arch: Architecture, renames: NameMapper, draft_prefix: str | None,
                  draft_word: str | None = None) -> list[Run]:
     """The checkpoint's modules in checkpoint order, cut into runs: (runtime, layer, in draft
@@ -271,11 +265,15 @@ def _expert_runs(ckpt: Checkpoint, arch: Architecture, renames: NameMapper, draf
     cur_shards: list[Shard] = []
     cur_groups: list = []
     new_shard = tuple.__new__
+    rename = renames if renames else None  # (asked once: NameMapper.__bool__ is a Python call)
+    has_dp, word = bool(draft_prefix), draft_word or None
     for g in module_groups(ckpt, arch.layer_prefix):
         module, tensors, stored, _, layer = g
-        name = renames(module) if renames else module
+        name = rename(module) if rename is not None else module
         m = match(name) if match is not None else None
-        in_dp = draft_member(module, draft_prefix, draft_word)
+        # a draft kept under a top-level prefix (``Draft.prefix``), or a module holding the draft's
+        # ``keep_substring`` anywhere (SGLang Qwen3-Next / Qwen3.5: `mtp`); inline, once per module
+        in_dp = has_dp and ((module + ".").startswith(draft_prefix) or (word is not None and word in module))
         if m is not None:
             moe, e, proj = m.groups() if plain else m.group("moe", "expert", "proj")
             expert = ints.get(e)
