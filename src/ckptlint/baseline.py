@@ -52,7 +52,12 @@ import msgspec
 from msgspec import Meta, Struct
 
 
+from ckptlint import __version__
+from ckptlint.config import UnusableFile, read_capped, utf8_bytes
 from ckptlint.findings import natural_key
+from ckptlint.fsutil import write_output
+from ckptlint.jsonlimits import TOO_DEEP
+from ckptlint.render import safe
 
 if TYPE_CHECKING:
     from ckptlint.findings import Finding
@@ -68,13 +73,11 @@ def fields(f: "Finding") -> dict[str, Optional[str]]:
     """The fingerprinted fields. A lone surrogate (a name from a JSON string with an unpaired ``\\ud800``)
     is written as its escape text, so the baseline file is plain UTF-8 text that reads back (a
     baseline holding a lone surrogate is refused) and hashes the same."""
-    from ckptlint.render.safe import surrogates_escaped
-
     tensor = min(f.tensors, key=natural_key) if f.tensors else None
     subject = f.module or f.file
     return {"code": f.code, "target": f.target,
-            "subject": surrogates_escaped(subject) if subject else subject,
-            "tensor": surrogates_escaped(tensor) if tensor else tensor}
+            "subject": safe.surrogates_escaped(subject) if subject else subject,
+            "tensor": safe.surrogates_escaped(tensor) if tensor else tensor}
 
 
 def _hash(flds: dict[str, Optional[str]]) -> str:
@@ -154,21 +157,15 @@ def entries(findings: Iterable["Finding"]) -> list[dict[str, Optional[str]]]:
 
 def dumps(findings: Iterable["Finding"]) -> str:
     """A format-1 baseline (one checkpoint)."""
-    from ckptlint import __version__
-    from ckptlint.render.safe import dumps
-
     doc = {"ckptlint_baseline": 1, "ckptlint_version": __version__, "findings": entries(findings)}
-    return dumps(doc, indent=2) + "\n"
+    return safe.dumps(doc, indent=2) + "\n"
 
 
 def dumps_many(per_checkpoint: dict[str, list[dict[str, Optional[str]]]]) -> str:
     """A format-2 baseline: each checkpoint's :func:`entries` under its :func:`key`."""
-    from ckptlint import __version__
-    from ckptlint.render.safe import dumps
-
     doc = {"ckptlint_baseline": 2, "ckptlint_version": __version__,
            "checkpoints": {k: {"findings": per_checkpoint[k]} for k in sorted(per_checkpoint)}}
-    return dumps(doc, indent=2) + "\n"
+    return safe.dumps(doc, indent=2) + "\n"
 
 
 def key(checkpoint: str, baseline_file: str | Path) -> str:
@@ -194,8 +191,6 @@ def write_many(path: str | Path, per_checkpoint: dict[str, list[dict[str, Option
 
 
 def _write(path: str | Path, text: str) -> int:
-    from ckptlint.fsutil import write_output
-
     try:
         write_output(path, text.encode("utf-8"))
     except OSError as exc:
@@ -234,8 +229,6 @@ def load(path: str | Path) -> set[str]:
 
 def load_file(path: str | Path) -> Loaded:
     """Read a baseline file of either format, bounded (see the module docstring)."""
-    from ckptlint.config import UnusableFile, read_capped, utf8_bytes
-
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise BaselineError(f"{p}: baseline file not found (create it with --write-baseline)")
@@ -255,8 +248,6 @@ def load_file(path: str | Path) -> Loaded:
         except msgspec.DecodeError as exc:
             raise BaselineError(f"not a usable ckptlint baseline: {p}: invalid JSON: {exc}") from None
         except RecursionError:  # (msgspec's own limit, met while skipping a value nested ~1,000 deep)
-            from ckptlint.jsonlimits import TOO_DEEP
-
             raise BaselineError(f"not a usable ckptlint baseline: {p}: invalid JSON: {TOO_DEEP}") from None
 
     version = decode("version").ckptlint_baseline

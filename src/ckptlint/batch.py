@@ -20,10 +20,13 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
-from ckptlint import options
+from ckptlint import baseline as bl, engine, options, selection as sel
+from ckptlint.findings import Severity
 from ckptlint.inputs import not_a_checkpoint, resolve_input
 from ckptlint.options import ResolvedTargets, SharedArgs, UsageError
 from ckptlint.outcome import Outcome
+from ckptlint.reader import NotACheckpoint, Source, open_path
+from ckptlint.verdict import NO_VERDICT, verdicts
 
 __all__ = ["CheckRequest", "Outcome", "check_one", "jobs_for", "render", "run_many", "write_many_baseline"]
 
@@ -51,9 +54,6 @@ class CheckRequest:
 
 
 def _selection(cfg, req: CheckRequest, checkpoint: str, out: Outcome):
-    from ckptlint import baseline as bl
-    from ckptlint import selection as sel
-
     try:
         selection = sel.build([cfg.selection_layer(), sel.Layer(
             select=list(req.select) if req.select is not None else None,
@@ -77,9 +77,6 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     """Read and check one checkpoint: the finished report (selected, baselined, aggregated)."""
     import contextlib
 
-    from ckptlint.engine import check as run_check
-    from ckptlint.reader import NotACheckpoint, Source, open_path
-
     target, note = resolve_input(path)
     try:
         src = open_path(target, endpoint=req.shared.endpoint, progress=req.progress)
@@ -93,7 +90,7 @@ def _report(path: str, req: CheckRequest, out: Outcome):
         targets, range_notes = list(resolved.targets), list(resolved.notes)
         dep = options.deployment(cfg, req.shared, memory=True, kv_cache_fraction=req.kv_cache_fraction)
         try:
-            report = run_check(src, targets, dep, selection, known)  # type: ignore[arg-type]
+            report = engine.check(src, targets, dep, selection, known)  # type: ignore[arg-type]
         except NotACheckpoint as exc:
             raise UsageError(not_a_checkpoint(src, exc)) from None
     if options.KEEP_UNTIL_EXIT is not None:
@@ -103,8 +100,6 @@ def _report(path: str, req: CheckRequest, out: Outcome):
     out.notes += [f"ckptlint: note: {n}" for n in range_notes]
     report.config_file = str(cfg.path) if cfg.path else None
     if req.write_baseline and req.many:  # written once for all checkpoints (write_many_baseline)
-        from ckptlint import baseline as bl
-
         try:
             out.baseline_entries = (bl.key(target, req.write_baseline), bl.entries(report.selected))
         except bl.BaselineError as exc:
@@ -121,8 +116,6 @@ def _report(path: str, req: CheckRequest, out: Outcome):
 
 def _write_baseline(report, path: str, out: Outcome) -> None:
     """Record the selected findings, one fingerprint per module (before any baseline is applied)."""
-    from ckptlint import baseline as bl
-
     try:
         n = bl.write(path, report.selected)
     except bl.BaselineError as exc:
@@ -136,8 +129,6 @@ def _write_baseline(report, path: str, out: Outcome) -> None:
 def write_many_baseline(outcomes: list[Outcome], path: str) -> str:
     """Write one format-2 baseline for every checkpoint of a run (keyed by checkpoint); the line for
     stderr. Nothing is written when a checkpoint could not be checked (its key would be lost)."""
-    from ckptlint import baseline as bl
-
     failed = [o.path for o in outcomes if o.error is not None or o.baseline_entries is None]
     if failed:
         return f"ckptlint: baseline {path} not written: {failed[0]} could not be checked"
@@ -187,9 +178,6 @@ def render(report, fmt: str, req: CheckRequest, out: Outcome) -> None:
 def check_one(path: str, req: CheckRequest) -> Outcome:
     """Check one checkpoint; a usage problem with it (not a checkpoint, bad settings beside it,
     unreadable baseline) is the outcome's ``error``."""
-    from ckptlint.findings import Severity
-    from ckptlint.verdict import NO_VERDICT, verdicts
-
     t0 = time.perf_counter()
     out = Outcome(path)
     try:

@@ -54,6 +54,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from ckptlint.fsutil import FileRefused, read_capped as read
+from ckptlint.jsonlimits import MAX_INT_DIGITS, JsonLimitError, loads
+from ckptlint.targets import TargetError, resolve_spec
+
 
 CONFIG_NAMES = ("ckptlint.toml", "pyproject.toml")
 # A settings file is a few hundred bytes; the largest pyproject.toml files of big monorepos are
@@ -75,9 +79,6 @@ def read_capped(path: str | Path, cap: int, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``cap`` bytes (:func:`ckptlint.fsutil.read_capped`: a
     FIFO, device or socket is refused before it is read, a larger file from its size); any refusal is
     an :class:`UnusableFile` naming the file and ``what`` it is."""
-    from ckptlint.fsutil import FileRefused
-    from ckptlint.fsutil import read_capped as read
-
     p = os.fspath(path)
     try:
         return read(p, cap)
@@ -121,8 +122,6 @@ def load_toml(path: str | Path, cap: int = TOML_CAP, what: str = "configuration 
     import re
     import tomllib
 
-    from ckptlint.jsonlimits import MAX_INT_DIGITS
-
     text = decode_text(read_capped(path, cap, what), str(path), what)
     # tomllib converts integers with int(): a longer run of digits (TOML lets `_` separate them) is
     # refused before it is converted (anywhere, strings and comments included: no setting needs one).
@@ -147,8 +146,6 @@ def load_json(path: str | Path, cap: int, what: str = "file", fast: Any = None) 
     """A JSON document, read with :func:`read_capped` and :func:`decode_text` and parsed by
     :func:`ckptlint.jsonlimits.loads` (``fast``: a typed msgspec decoder to try first), whose strings
     are all encodable text (no lone surrogate such as ``"\\ud800"``)."""
-    from ckptlint.jsonlimits import JsonLimitError, loads
-
     text = decode_text(read_capped(path, cap, what), str(path), what)
     try:
         doc = loads(text, fast=fast)
@@ -278,7 +275,6 @@ def parse(data: dict[str, Any], label: str) -> Any:
 
     from ckptlint.config_schema import Config, _describe
     from ckptlint.selection import SelectorError, check_selectors
-    from ckptlint.targets import TargetError, resolve_spec
 
     _check_sizes(data, label)
     try:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ckptlint.hardware import architecture, get_gpu, gpu_data
+
 
 @dataclass(frozen=True)
 class Deployment:
@@ -56,8 +58,6 @@ def default_gpu_key(method: str | None, scheme: str | None, platform: str | None
     """Key of the GPU a check assumes (None: only a platform is known, e.g. ``--platform rocm``)."""
     if gpu is not None:
         return gpu
-    from ckptlint.hardware import get_gpu, gpu_data
-
     # the GPU on which the format runs natively (hardware data `native`)
     native = gpu_data().native
     key = native.get(f"{scheme}:{method}") or native.get(scheme or "") or native["default"]
@@ -69,8 +69,6 @@ def default_gpu_key(method: str | None, scheme: str | None, platform: str | None
 
 
 def _platform_of(g) -> str:
-    from ckptlint.hardware import architecture
-
     return architecture(g).platform
 
 
@@ -78,8 +76,6 @@ def default_hardware(method: str | None, scheme: str | None, platform: str | Non
                      gpu: str | None = None) -> tuple[str, str]:
     """(GPU, platform) assumed for a checkpoint whose default scheme is ``scheme`` (``gpu``: a GPU
     chosen with ``--gpu``, named as the GPU data names it)."""
-    from ckptlint.hardware import get_gpu
-
     key = default_gpu_key(method, scheme, platform, gpu)
     g = get_gpu(key) if key is not None else None
     if g is None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ckptlint import __version__
+from ckptlint.baseline import fingerprint
 from ckptlint.checkpoint import Checkpoint
 from ckptlint.deployment import Deployment
 from ckptlint.findings import Finding, Severity
@@ -18,10 +19,11 @@ from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import RuleContext
 from ckptlint.simulate import Plan, simulate
 from ckptlint.targets import Target
+from ckptlint.userregex import RegexScope
+from ckptlint.verdict import verdicts
 
 if TYPE_CHECKING:
     from ckptlint.selection import Selection
-    from ckptlint.userregex import RegexScope
 
 SCHEMA_VERSION = 1
 
@@ -62,8 +64,6 @@ class Report:
                 "ignored": dict(self.ignored)}
 
     def to_json(self) -> dict[str, Any]:
-        from ckptlint.verdict import verdicts
-
         return {
             "schema_version": SCHEMA_VERSION,
             "ckptlint_version": __version__,
@@ -139,8 +139,6 @@ def run_rules(ckpt: Checkpoint, targets: list[Target], deployment: Deployment,
     simulating). The targets' simulations share one scope of config regexes (``regexes``; None: a fresh
     one), so a pattern undecided on one target's names is not run again on the next."""
     if regexes is None:
-        from ckptlint.userregex import RegexScope
-
         regexes = RegexScope()
     rules = [r() for r in ALL_RULES]
     findings: list[Finding] = []
@@ -185,8 +183,6 @@ def finish(report: Report, findings: list[Finding], selection: "Selection | None
         findings = kept
     report.selected = findings
     if baseline is not None:
-        from ckptlint.baseline import fingerprint
-
         kept = []
         for f in findings:
             if fingerprint(f) in baseline:

@@ -34,6 +34,7 @@ from ckptlint.findings import Finding
 from ckptlint.jsonedit import EditError
 from ckptlint.reader import load_checkpoint
 from ckptlint.targets import Target, newest_targets
+from ckptlint.verdict import verdicts
 
 SERIOUS = ("load-error", "silent-corruption")
 
@@ -154,8 +155,6 @@ def plan_fix(path: str, target: "Target | list[Target]", deployment: Deployment 
         suggestions = [(f, e) for f, e in suggestions if (f, e) not in stuck]
         if not suggestions:
             return _flush(out, deferred)
-    from ckptlint.verdict import verdicts
-
     out.remaining = remaining
     # A release that reads another key may still be served: the edit can change what it reads (SGLang 0.5.23's
     # ModelOpt config.json form reads `ignore` once present, before its `exclude_modules` fallback). Its

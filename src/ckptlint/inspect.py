@@ -30,9 +30,11 @@ from typing import Any
 
 from ckptlint.checkpoint import Checkpoint, TensorInfo
 from ckptlint.deployment import Deployment, default_gpu_key
-from ckptlint.hardware.memory import (DEFAULT_KV_CACHE_FRACTION, DEFAULT_RESERVE_FRACTION, MemoryFit,
-                                      memory_fit, module_bytes, per_gpu_weights, tensor_bytes)
+from ckptlint.hardware import get_gpu
+from ckptlint.hardware.memory import (DEFAULT_KV_CACHE_FRACTION, DEFAULT_RESERVE_FRACTION, MemoryFit, memory_fit,
+                                      module_bytes, per_gpu_weights, tensor_bytes)
 from ckptlint.render.safe import clean as _clean_text
+from ckptlint.simulate import simulate
 
 __all__ = ["DEFAULT_KV_CACHE_FRACTION", "DEFAULT_RESERVE_FRACTION", "Inspection", "MemoryFit", "fit_words",
            "inspect_checkpoint", "memory_fit", "per_gpu_weights", "render_json", "render_text", "tensor_bytes"]
@@ -110,9 +112,6 @@ def _count_schemes(ins: "Inspection", plan) -> None:
 
 def inspect_checkpoint(ckpt: Checkpoint, target, deployment: Deployment,
                        reserve_bytes: int | None = None, kv_fraction: float | None = None) -> Inspection:
-    from ckptlint.hardware import get_gpu
-    from ckptlint.simulate import simulate
-
     plan = simulate(ckpt, target, deployment) if (target is not None and ckpt.config is not None) else None
     q = plan.quant if plan is not None else None
     scheme = q.default_scheme.name if q is not None and q.default_scheme is not None else None

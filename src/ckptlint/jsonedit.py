@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from ckptlint.jsonlimits import loads
+
 _WS = re.compile(r"[ \t\r\n]*")
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:,]|[^ \t\r\n{}\[\]:,"]+')
 
@@ -232,8 +234,6 @@ def member_indent(text: str, obj: Node) -> str:
 
 def check(new_text: str, expected: Any) -> None:
     """Raise EditError unless ``new_text`` parses to ``expected``."""
-    from ckptlint.jsonlimits import loads
-
     try:
         got = loads(new_text)
     except ValueError as exc:

@@ -11,6 +11,8 @@ import sys
 from enum import Enum
 from typing import NamedTuple, NoReturn, Optional
 
+from ckptlint.hardware import get_gpu, gpu_data
+
 # Set by the console entry point (ckptlint._entry), which ends the process with os._exit: a report
 # put here is never freed. Freeing a big checkpoint's report object by object, as the command's
 # frame unwinds, costs ~15 ms at 92,000 tensors for nothing.
@@ -116,8 +118,6 @@ def settings(path: str | None, shared: SharedArgs):
 def validate(gpu: Optional[str], tp: int, ep: Optional[int]) -> tuple:
     """Canonical GPU key and EP size; a usage error (exit 2) for an unknown GPU or an EP that does
     not divide TP (both frameworks split the MoE intermediate size over TP/EP ranks)."""
-    from ckptlint.hardware import get_gpu, gpu_data
-
     key = None
     if gpu is not None:
         g = get_gpu(gpu)
@@ -141,7 +141,6 @@ def deployment(cfg, shared: SharedArgs, *, memory: bool = False, kv_cache_fracti
     platform = shared.platform.value if shared.platform else c.platform
     if gpu is not None and platform is not None:
         from ckptlint.deployment import _platform_of
-        from ckptlint.hardware import get_gpu
 
         g = get_gpu(gpu)
         if g is not None and _platform_of(g) != platform:

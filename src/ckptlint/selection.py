@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from ckptlint.rules import ALL_RULES
+
 if TYPE_CHECKING:
     from ckptlint.findings import Finding
 
@@ -46,15 +48,11 @@ class SelectorError(ValueError):
 
 
 def all_codes() -> list[str]:
-    from ckptlint.rules import ALL_RULES
-
     return [r.code for r in ALL_RULES]
 
 
 def resolve_selector(selector: str) -> tuple[frozenset[str], int]:
     """The rule codes a selector names and its specificity; raises SelectorError if it names none."""
-    from ckptlint.rules import ALL_RULES
-
     key = selector.strip()
     if key.upper() == "ALL":
         return frozenset(all_codes()), 0

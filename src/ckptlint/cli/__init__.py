@@ -10,8 +10,10 @@ unusable input; 3 internal error (a bug: short message, traceback only with ``--
 import sys
 from typing import Annotated
 
-from ckptlint.cli.common import (EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat, FailOn, Format,
-                                 Platform, RulesFormat, UsageError, to_typer)
+from ckptlint import __version__
+from ckptlint.cli.common import (EXIT_CODES_HELP, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, CheckFormat,
+                                 FailOn, Format, Platform, RulesFormat, UsageError, help_command_class, to_typer)
+from ckptlint.jsonlimits import allow_computed_digits
 
 # the command line's public names
 __all__ = ["EXIT_FINDINGS", "EXIT_INTERNAL", "EXIT_OK", "EXIT_USAGE", "CheckFormat", "FailOn", "Format", "Platform",
@@ -36,8 +38,6 @@ EXAMPLES = {
 
 
 def _epilog(name: str) -> str:
-    from ckptlint.cli.common import EXIT_CODES_HELP
-
     parts = []
     if name in EXAMPLES:
         parts.append("\b\nExamples:\n" + "\n".join(f"  {e}" for e in EXAMPLES[name]))
@@ -50,7 +50,6 @@ def build_app():
     import typer
 
     from ckptlint.cli import check, fix, info, inspect_cmd, plan, upgrade
-    from ckptlint.cli.common import help_command_class
 
     app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
                       add_completion=False,
@@ -66,8 +65,6 @@ def build_app():
     ) -> None:
         """(--version and --debug are read by main before the command line reaches typer.)"""
         if version:
-            from ckptlint import __version__
-
             typer.echo(f"ckptlint {__version__}")
             raise typer.Exit(EXIT_OK)
 
@@ -84,12 +81,8 @@ _build_app = build_app  # the name tests and tools used before the split
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if args in (["--version"], ["-V"]):
-        from ckptlint import __version__
-
         sys.stdout.write(f"ckptlint {__version__}\n")
         raise SystemExit(EXIT_OK)
-    from ckptlint.jsonlimits import allow_computed_digits
-
     allow_computed_digits()
     debug = "--debug" in args
     if debug:

@@ -10,6 +10,7 @@ import sys
 from enum import Enum
 from typing import Annotated, Any, Callable, NamedTuple, Optional
 
+from ckptlint.fsutil import write_output
 # resolved below the command line (ckptlint.options: batch uses them too); re-exported for the commands
 from ckptlint.options import (Platform, ResolvedTargets, SharedArgs, UsageError, deployment, echo,  # noqa: F401
                               resolve_targets, settings, targets, usage_error, validate)
@@ -57,8 +58,6 @@ class NoVerdict(str, Enum):
 def emit(text: str, output: str | None) -> None:
     """Write a report to ``output`` (``--output``: atomically where possible) or to stdout."""
     if output:
-        from ckptlint.fsutil import write_output
-
         try:
             write_output(output, text.encode("utf-8"))
         except OSError as exc:

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from ckptlint.cli.common import Format, RulesFormat, usage_error
+from ckptlint.hardware import FORMAT_KEYS, architecture, gpu_data, support
 
 
 def targets(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text,
@@ -84,8 +85,6 @@ def rule(code: Annotated[str, typer.Argument(help="Rule code or name, e.g. QD401
 
 def gpus(format: Annotated[Format, typer.Option("--format", "-f")] = Format.text) -> None:
     """List the GPUs ckptlint knows: architecture, memory, and which quant formats run there."""
-    from ckptlint.hardware import FORMAT_KEYS, architecture, gpu_data, support
-
     data = gpu_data()
     if format is Format.json:
         import json

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ckptlint.checkpoint import DTYPE_BITS, TensorInfo
+from ckptlint.hardware.parallel import layout
 
 if TYPE_CHECKING:
     from ckptlint.deployment import Deployment
@@ -72,8 +73,6 @@ def module_bytes(rm) -> int:
 def per_gpu_weights(plan, deployment: Deployment) -> tuple[float, float, set[str]]:
     """(replicated bytes, sharded bytes per GPU, names of the tensors the plan loads) for a
     simulated plan under the deployment's TP/EP layout (``hardware/parallel.toml``)."""
-    from ckptlint.hardware.parallel import layout
-
     lay = layout(plan, deployment)
     seen: set[str] = set()
     replicated = sharded = 0.0

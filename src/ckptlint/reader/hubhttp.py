@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from email.message import Message
 from typing import Iterable
 
+from ckptlint import __version__
 from ckptlint.reader.hubconn import WATCHDOG, HTTPConnection, HTTPSConnection
 
 ATTEMPTS = 4  # per request: 1 + 3 retries
@@ -181,8 +182,6 @@ class HttpClient:
         self.endpoint_origin = origin(endpoint)
         self.token = token
         self.timeout = timeout
-        from ckptlint import __version__
-
         self._ua = f"ckptlint/{__version__}; python-http.client"
         self._proxies = {k: v for k, v in urllib.request.getproxies().items() if k in ("http", "https")}
         self.secrets = [s for s in [token] if s]

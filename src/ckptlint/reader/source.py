@@ -18,7 +18,8 @@ from __future__ import annotations
 import os
 from typing import Iterable
 
-from ckptlint.forkread import shard_files
+from ckptlint import forkread
+from ckptlint.forkread import EARLY_CHILD_SHARE, prefetch, shard_files
 from ckptlint.progress import progress_for
 from ckptlint.reader.header import ShardRead, read_shard
 from ckptlint.reader.jsonfiles import CONFIG_CAP, INDEX_CAP, MAX_KEPT_TEXT, JsonRead, read_json
@@ -110,8 +111,6 @@ class LocalDir(Source):
         return read_shard(os.path.join(self.root, name), name)
 
     def prefetch(self, names: list[str], share: float | None = None) -> None:
-        from ckptlint.forkread import prefetch
-
         if self._prefetch is not None and self._prefetch.requested == names:
             return  # already started (by start())
         self.close()
@@ -120,8 +119,6 @@ class LocalDir(Source):
     def start(self) -> None:
         """Start reading every shard header of the directory now, before the caller's own setup
         (imports, configuration): a checkpoint's shards are all read whatever its index says."""
-        from ckptlint.forkread import EARLY_CHILD_SHARE
-
         try:
             names = shard_files(self.names())
         except NotACheckpoint:
@@ -146,8 +143,6 @@ class LocalDir(Source):
 def take_early(path: str) -> LocalDir | None:
     """The directory ``path`` as a source whose shard headers started being read before the command
     line was parsed (:func:`ckptlint.forkread.start_early`), or None."""
-    from ckptlint import forkread
-
     started, pre = forkread.take_early(path)
     if not started:
         return None

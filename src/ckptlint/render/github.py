@@ -29,6 +29,7 @@ from ckptlint.findings import Finding, Severity
 from ckptlint.render import text as text_render
 from ckptlint.render.locate import Anchor, ArtifactPaths, Locators, anchor
 from ckptlint.render.safe import clean
+from ckptlint.verdict import NO_VERDICT, verdicts
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 PER_TYPE = 10  # annotations GitHub shows per type and step
@@ -66,8 +67,6 @@ def annotation(f: Finding, a: Anchor, paths: ArtifactPaths) -> str:
 def annotations(report: Report) -> list[tuple[int, str]]:
     """Every finding's annotation as (severity rank, workflow command), in report order, then a
     warning for each release with no verdict (ckptlint.verdict: it is not "loads")."""
-    from ckptlint.verdict import NO_VERDICT, verdicts
-
     paths = ArtifactPaths(report.checkpoint.root)
     locs = Locators(report.checkpoint.texts)
     out = [(f.severity.rank, annotation(f, anchor(report, f, locs), paths)) for f in report.findings]

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ckptlint.findings import Finding, Text, natural_key
+from ckptlint.targets import known_versions
 
 if TYPE_CHECKING:
     from ckptlint.targets import Target
@@ -107,8 +108,6 @@ def release_ranges(ids: Sequence[str], targets: Sequence["Target"]) -> str:
     """``ids`` (a subset of the checked ``targets``) as ranges: "sglang 0.5.5–0.5.15, 0.5.20, vllm 0.33.0".
     A range stands for every verified release from its first to its last: it only joins releases
     that follow each other among the verified ones (and were asked for as such)."""
-    from ckptlint.targets import known_versions
-
     chosen = set(ids)
     runs: list[tuple[str, str, str]] = []  # framework, first version, last version
     prev: tuple[str, int] | None = None  # framework and verified position of the previous chosen target

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from ckptlint import __version__
+from ckptlint.engine import SCHEMA_VERSION
 from ckptlint.render.safe import clean, defuse_commands, dumps
 
 if TYPE_CHECKING:
@@ -108,9 +110,6 @@ def markdown(outcomes: list["Outcome"]) -> str:
 
 
 def json_doc(outcomes: list["Outcome"]) -> dict[str, Any]:
-    from ckptlint import __version__
-    from ckptlint.engine import SCHEMA_VERSION
-
     reports: list[dict[str, Any]] = []
     for o in outcomes:
         reports.append(json.loads(o.outputs["json"]) if o.error is None else {"checkpoint": o.path, "error": o.error})
@@ -125,8 +124,6 @@ def render_json(outcomes: list["Outcome"]) -> str:
 
 def error_line(o: "Outcome") -> str:
     """``--format jsonl``: the line of a checkpoint that could not be checked."""
-    from ckptlint.engine import SCHEMA_VERSION
-
     return dumps({"schema_version": SCHEMA_VERSION, "checkpoint": o.path, "error": o.error},
                  separators=(",", ":")) + "\n"
 

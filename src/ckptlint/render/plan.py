@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from ckptlint.findings import natural_key
+from ckptlint.render.safe import clean, defuse_commands
 from ckptlint.simulate import Plan
 
 
@@ -96,6 +97,4 @@ def _skip_entries(plan: Plan, limit: int = 40) -> list[str]:
 
 def _text(lines: list[str]) -> str:
     """Plan text with names from the checkpoint printable (control characters, lone surrogates escaped)."""
-    from ckptlint.render.safe import clean, defuse_commands
-
     return defuse_commands("\n".join(clean(line) for line in lines)) + "\n"

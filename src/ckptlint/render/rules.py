@@ -6,14 +6,14 @@ and checked by ``tests/test_rule_docs.py``.
 
 from __future__ import annotations
 
+from ckptlint.rules import ALL_RULES
+
 
 def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
 def markdown_table() -> str:
-    from ckptlint.rules import ALL_RULES
-
     lines = ["| Code | Name | Summary | Consequences |", "|---|---|---|---|"]
     for r in ALL_RULES:
         cons = ", ".join(f"`{c.value}`" for c in r.consequences) or "—"

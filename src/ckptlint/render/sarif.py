@@ -40,6 +40,7 @@ from ckptlint import __version__
 from ckptlint.engine import Report
 from ckptlint.findings import Finding, Severity, natural_key
 from ckptlint.render.locate import Anchor, ArtifactPaths, Locators, Span, anchor
+from ckptlint.render.safe import dumps
 from ckptlint.rules import ALL_RULES
 from ckptlint.rules.base import Rule
 from ckptlint.verdict import NO_VERDICT, verdicts
@@ -270,6 +271,4 @@ def to_sarif(report: Report, cwd: str | None = None) -> dict[str, Any]:
 
 
 def render(report: Report) -> str:
-    from ckptlint.render.safe import dumps
-
     return dumps(to_sarif(report), indent=2) + "\n"

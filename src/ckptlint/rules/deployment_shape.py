@@ -14,6 +14,7 @@ import operator
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
+from ckptlint.hardware import architecture, format_key, support
 from ckptlint.hardware.parallel import head_split
 from ckptlint.rules.base import Rule, RuleContext
 
@@ -70,8 +71,6 @@ class GpuFormatSupport(Rule):
     consequences = (Consequence.LOAD_ERROR, Consequence.DEGRADED, Consequence.HYGIENE)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        from ckptlint.hardware import format_key, support
-
         plan = ctx.plan
         if plan is None or not plan.simulated or plan.quant is None:
             return
@@ -386,8 +385,6 @@ class Fp8FnuzConversion(Rule):
     consequences = (Consequence.HYGIENE,)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        from ckptlint.hardware import architecture, format_key
-
         plan = ctx.plan
         if plan is None or not plan.simulated or plan.quant is None:
             return

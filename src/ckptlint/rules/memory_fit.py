@@ -6,6 +6,8 @@ from dataclasses import replace
 from typing import Iterator
 
 from ckptlint.findings import Consequence, Finding
+from ckptlint.hardware.memory import memory_fit, per_gpu_weights
+from ckptlint.hardware.parallel import for_framework
 from ckptlint.rules.base import Rule, RuleContext
 
 _TRY_TP = (2, 4, 8, 16, 32, 64)
@@ -57,9 +59,6 @@ class GpuMemoryFit(Rule):
     consequences = (Consequence.LOAD_ERROR, Consequence.DEGRADED)
 
     def check(self, ctx: RuleContext) -> Iterator[Finding]:
-        from ckptlint.hardware.memory import memory_fit, per_gpu_weights
-        from ckptlint.hardware.parallel import for_framework
-
         plan, dep = ctx.plan, ctx.deployment
         if not dep.memory_check or plan is None or not plan.simulated:
             return
@@ -96,8 +95,6 @@ class GpuMemoryFit(Rule):
 
     @staticmethod
     def _hint(plan, dep, gpu, fit) -> str:
-        from ckptlint.hardware.memory import memory_fit, per_gpu_weights
-
         for tp in (n for n in _TRY_TP if n > dep.tp):
             wider = replace(dep, tp=tp, ep=dep.ep if tp % dep.ep == 0 else 1)
             r, s, _ = per_gpu_weights(plan, wider)

@@ -21,16 +21,28 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from ckptlint.deployment import default_hardware
+from ckptlint.quant import parse_quant_config
+from ckptlint.simulate.decisions import decide
 from ckptlint.simulate.forms import module_groups, present_layers, stored_form, unreadable_shards
-from ckptlint.simulate.model import (QUANT_SUFFIXES, Decision, LayoutIssue, Mismatch, Placement, Plan,
-                                     RuntimeModule, Shard, SkipEntry, Stored)
+from ckptlint.simulate.fusion import shared_experts_fusion
+from ckptlint.simulate.kvcache import kv_cache
+from ckptlint.simulate.layout import (first_per_sig, fused_shared_expert, predict_all, quantized_layout_issues,
+                                      runtime_float_dtype)
+from ckptlint.simulate.model import (QUANT_SUFFIXES, Decision, LayoutIssue, Mismatch, Placement, Plan, RuntimeModule,
+                                     Shard, SkipEntry, Stored)
+from ckptlint.simulate.moe_fallback import moe_scheme_refusal
+from ckptlint.simulate.names import build_modules, class_packed
+from ckptlint.simulate.placements import assumed_gpu, module_placements
+from ckptlint.simulate.renames import Renames
+from ckptlint.simulate.startup import startup_verdict
 from ckptlint.simulate.state import State, freeze
+from ckptlint.userregex import RegexScope
 
 if TYPE_CHECKING:
     from ckptlint.checkpoint import Checkpoint
     from ckptlint.deployment import Deployment
     from ckptlint.targets import Target
-    from ckptlint.userregex import RegexScope
 
 __all__ = ["QUANT_SUFFIXES", "Decision", "LayoutIssue", "Mismatch", "Placement", "Plan", "RuntimeModule", "Shard",
            "SkipEntry",
@@ -53,9 +65,6 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment, regexes: 
     """The frozen Plan of ``target`` loading ``ckpt``. The config's regular expressions are matched in
     ``regexes`` (the check's scope, shared by its targets; None: one of this simulation's own); what
     it left undecided so far is the plan's ``undecided_regexes``."""
-    from ckptlint.quant import parse_quant_config
-    from ckptlint.simulate.startup import startup_verdict
-    from ckptlint.userregex import RegexScope
 
     if regexes is None:
         regexes = RegexScope()
@@ -105,10 +114,6 @@ def _extracted(target: Target, arch_name: str | None, arch: Any):
 
 def _mtp_and_deployment(plan: State, config: dict[str, Any]) -> None:
     """The MTP layers and speculative decoding, the assumed GPU, and the assumptions stated."""
-    from ckptlint.deployment import default_hardware
-    from ckptlint.simulate.layout import runtime_float_dtype
-    from ckptlint.simulate.placements import assumed_gpu
-
     deployment, quant = plan.deployment, plan.quant
     nhl = config.get("num_hidden_layers")
     plan.num_hidden_layers = nhl if isinstance(nhl, int) and not isinstance(nhl, bool) and nhl >= 0 else None
@@ -149,14 +154,6 @@ def _mtp_and_deployment(plan: State, config: dict[str, Any]) -> None:
 
 def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any], regexes: RegexScope) -> dict[str, RuntimeModule]:
     """Stages 1-4 on a target that can load the checkpoint: the finished runtime modules."""
-    from ckptlint.simulate.decisions import decide
-    from ckptlint.simulate.fusion import shared_experts_fusion
-    from ckptlint.simulate.kvcache import kv_cache
-    from ckptlint.simulate.moe_fallback import moe_scheme_refusal
-    from ckptlint.simulate.names import build_modules, class_packed
-    from ckptlint.simulate.placements import module_placements
-    from ckptlint.simulate.renames import Renames
-
     plan.class_packed = class_packed(plan.arch, config)
     plan.renames = Renames(plan.arch, plan.draft, plan.mtp_layers[0] if plan.draft is not None else None)
     build_modules(ckpt, plan, config)
@@ -176,8 +173,6 @@ def _stages(ckpt: Checkpoint, plan: State, config: dict[str, Any], regexes: Rege
 
 def _judged(plan: State, placements: dict[str, Placement]) -> dict[str, RuntimeModule]:
     """Stage 3 on every module, and the frozen runtime modules."""
-    from ckptlint.simulate.layout import first_per_sig, fused_shared_expert, predict_all, quantized_layout_issues
-
     memo: dict = {}
     fdt = plan.float_dtype
     out: dict[str, RuntimeModule] = {}

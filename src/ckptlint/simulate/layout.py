@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import operator
 
+from ckptlint._ns import wrap
 from ckptlint.checkpoint import TORCH_DTYPE
 from ckptlint.findings import Consequence, mention
 from ckptlint.simulate.model import LayoutIssue, Mismatch, Shard
@@ -143,7 +144,8 @@ def _quantized_into_float(plan: State, rm: Building, shard: Shard, float_dtype: 
 
 
 _CLASS_WORDS = {"stacked": "fused-shard", "expert": "expert", "other": "unknown-name", "ignored": "ignored-suffix"}
-_IGNORED = None  # an Outcome-like record for names the loader drops by their suffix (built on first use)
+# the outcome (a target data ``Outcome``, as compiled data holds it) of a name the loader drops by its suffix
+_IGNORED = wrap({"consequence": "silent-corruption", "error": None, "note": "skipped silently by its suffix"})
 
 
 def unexpected_outcome(plan: State, rm: Building | None = None, shard: Shard | None = None,
@@ -168,7 +170,7 @@ def unexpected_outcome(plan: State, rm: Building | None = None, shard: Shard | N
         if full.endswith(x):
             return outcome, cls
     if cls in u.ignored_classes and any(full.endswith(x) for x in u.ignored_suffixes):
-        return _ignored(), "ignored"
+        return _IGNORED, "ignored"
     if cls == "stacked":
         own = u.fused.get(rm.name.rpartition(".")[2])
         if own is not None:
@@ -183,14 +185,6 @@ def _alias(plan: State, rm: Building, shard: Shard, suffix: str) -> str | None:
         return None
     cls = "expert" if rm.kind == "moe" else "stacked" if shard.proj is not None else "other"
     return u.aliases[suffix] if cls in u.alias_classes else None
-
-
-def _ignored():
-    global _IGNORED
-    if _IGNORED is None:
-        from ckptlint.targets.schema import Outcome
-        _IGNORED = Outcome(consequence="silent-corruption", note="skipped silently by its suffix")
-    return _IGNORED
 
 
 def _fmt(template: str | None, plan: State, rm: Building, shard: Shard, suffix: str) -> str | None:

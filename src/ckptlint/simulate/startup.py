@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+from ckptlint.deployment import default_hardware
 from ckptlint.findings import mention
 from ckptlint.simulate.state import State
 
@@ -89,8 +90,6 @@ def _knowledge(target: Any) -> Any:
 
 
 def _platform(plan: State) -> str:
-    from ckptlint.deployment import default_hardware
-
     d, quant = plan.deployment, plan.quant
     if d.platform is not None:
         return d.platform

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ckptlint._ns import wrap
+from ckptlint.findings import mention
 from ckptlint.fsutil import read_package_file
 
 if TYPE_CHECKING:
@@ -239,8 +240,6 @@ def resolve(spec: str) -> list[Target]:
     verified release not newer than it (with an info note), or the newest with a warning when it
     is newer than every verified release. ``sglang`` alone: every verified release.
     """
-    from ckptlint.findings import mention
-
     text = spec.strip()
     m = re.match(r"^([A-Za-z_-]+)\s*(?:(==|=|@)\s*(.+))?$", text)
     if not m:

@@ -16,8 +16,10 @@ import os
 import sys
 from typing import Any
 
-from ckptlint.targets import COMPILED, DATA_DIR, FRAMEWORKS, data_digest, parse_version, raw_files, resolve_arch, \
-    validate_target_data
+from ckptlint import hardware
+from ckptlint.hardware.parallel import validate_parallel_data
+from ckptlint.targets import (COMPILED, DATA_DIR, FRAMEWORKS, data_digest, parse_version, raw_files, resolve_arch,
+                              validate_target_data)
 
 
 def build() -> dict[str, Any]:
@@ -38,9 +40,6 @@ def render() -> str:
 
 
 def build_hardware() -> dict[str, Any]:
-    from ckptlint import hardware
-    from ckptlint.hardware.parallel import validate_parallel_data
-
     return {"digest": hardware._digest(),
             "gpus": hardware.validate_gpu_data().model_dump(by_alias=True),
             "parallel": validate_parallel_data().model_dump(by_alias=True)}
@@ -51,8 +50,6 @@ def render_hardware() -> str:
 
 
 def main() -> int:
-    from ckptlint import hardware
-
     for path, text in ((os.path.join(DATA_DIR, COMPILED), render()), (hardware.COMPILED, render_hardware())):
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -22,6 +22,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ckptlint.targets import list_targets
+from ckptlint.targets.extracted import knowledge
+from ckptlint.targets.extracted_classes import _doc, extracted_model
+
 # The architectures most often published quantized (issue 28's aim): the detail table lists them per framework.
 COMMON = (
     "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM", "Glm4MoeForCausalLM",
@@ -40,8 +44,6 @@ def _norm(name: str) -> str:
 
 
 def _mode(target: Any, arch: str) -> str:
-    from ckptlint.targets.extracted_classes import extracted_model
-
     entry = target.architecture(arch)
     if entry is not None and not entry.generic:
         return "hand" if entry.supported else "unsupported"
@@ -63,9 +65,6 @@ def _draft(target: Any, arch: str, drafts: list[str], overrides: dict[str, list[
 
 def release_coverage(target: Any) -> dict[str, Any] | None:
     """Counts and per-architecture modes for one target (None: no registry extracted for it)."""
-    from ckptlint.targets.extracted import knowledge
-    from ckptlint.targets.extracted_classes import _doc
-
     k = knowledge(target.framework, target.version)
     if k is None:
         return None
@@ -81,8 +80,6 @@ def release_coverage(target: Any) -> dict[str, Any] | None:
 
 
 def coverage() -> list[dict[str, Any]]:
-    from ckptlint.targets import list_targets
-
     return [c for c in (release_coverage(t) for t in list_targets()) if c is not None]
 
 

@@ -22,6 +22,8 @@ import os
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from ckptlint.targets import extracted_classes, parse_version
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 EXTRACTED_DIR = os.path.join(_HERE, "extracted")
 
@@ -190,8 +192,6 @@ def knowledge(framework: str, version: str) -> Knowledge | None:
 
 @lru_cache(maxsize=None)
 def _registered_index() -> dict[str, tuple[tuple[str, str], ...]]:
-    from ckptlint.targets import parse_version
-
     out: dict[str, list[tuple[str, str]]] = {}
     rel = sorted(extracted_releases(), key=lambda r: (r[0], parse_version(r[1])))
     for fw, v in rel:
@@ -221,6 +221,4 @@ def classes(framework: str, version: str) -> Any:
     """The release's per-class loading facts (``classes.json``; ``ckptlint.targets.extracted_classes``):
     a ``Classes`` view (``keys()``, ``facts(key)``, ``for_architecture(arch)``, ``stamp``), or None when
     none were extracted. Nothing is read until a fact is asked for."""
-    from ckptlint.targets import extracted_classes
-
     return extracted_classes.Classes(framework, version) if extracted_classes.has_classes(framework, version) else None

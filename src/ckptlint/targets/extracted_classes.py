@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from ckptlint._ns import plain, wrap
 from ckptlint.fsutil import read_package_file
 from ckptlint.targets.class_facts import FACTS, extracted_fields, unexpected_rule
 
@@ -217,8 +218,6 @@ def _plain_list(items: list[Any]) -> list[Any]:
 
 
 def _build(target: Any, merged: dict[str, Any]) -> Any:
-    from ckptlint._ns import plain, wrap
-
     if isinstance(target.data, dict):  # compiled data: records are wrapped dicts, every field written out
         return wrap(plain(merged))
     from ckptlint.targets.schema import Architecture

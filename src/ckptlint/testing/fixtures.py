@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+from ckptlint.testing.builder import write_checkpoint
 from ckptlint.testing.models import Spec, glm5_quark_mxfp4
+from ckptlint.testing.upstream import CASES
 
 FIXTURES: dict[str, tuple[Callable[[], Spec], str]] = {
     "glm5-quark-mxfp4-mtp-exclude-prefix": (
@@ -36,8 +38,6 @@ FIXTURES: dict[str, tuple[Callable[[], Spec], str]] = {
 
 
 def _upstream() -> dict[str, tuple[Callable[[], Spec], str]]:
-    from ckptlint.testing.upstream import CASES
-
     out = {}
     for c in CASES:
         lines = [c.description, "", "Upstream: " + ", ".join(c.refs), ""]
@@ -55,8 +55,6 @@ def all_fixtures() -> dict[str, tuple[Callable[[], Spec], str]]:
 
 
 def write_fixture(name: str, directory: str | Path, *, sparse: bool = False) -> Path:
-    from ckptlint.testing.builder import write_checkpoint
-
     make, description = all_fixtures()[name]
     spec = make()
     out = Path(directory)

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ckptlint.testing.models import DenseDims, Layout, Spec, dense_modules
+from ckptlint.testing.models import (DenseDims, Layout, MoeDims, Spec, ct_config, dense_modules, gpt_oss_spec,
+                                     moe_modules, store_fp8_tensor)
 
 
 def _fp8_block_cfg(**extra: Any) -> dict[str, Any]:
@@ -104,8 +105,6 @@ def gpt_oss(size: str = "20b", *, layers: int = 2) -> Spec:
     intermediate size 2880, stored fused per layer as MXFP4 `*_blocks` (U8 [E, 2I, H/32, 16]) and
     `*_scales` (U8 E8M0 [E, 2I, H/32]) with BF16 `*_bias`; attention, routers, embeddings BF16;
     `quantization_config` {"quant_method": "mxfp4", "modules_to_not_convert": [...]} as published."""
-    from ckptlint.testing.models import gpt_oss_spec
-
     experts = {"20b": 32, "120b": 128}[size]
     spec = gpt_oss_spec(layers=layers, hidden=2880, intermediate=2880, experts=experts)
     H = 2880
@@ -139,8 +138,6 @@ def gpt_oss(size: str = "20b", *, layers: int = 2) -> Spec:
 
 # --- DeepSeek-R1 / Kimi-K2 family ---------------------------------------------------------------
 def _deepseek_r1_dims(layers: int, **kw: Any):
-    from ckptlint.testing.models import MoeDims
-
     base = dict(arch="DeepseekV3ForCausalLM", model_type="deepseek_v3", num_hidden_layers=layers,
                 num_nextn_predict_layers=1, hidden=7168, n_routed_experts=256, n_shared_experts=1,
                 moe_intermediate=2048, intermediate=18432, first_k_dense_replace=3, q_lora_rank=1536,
@@ -166,8 +163,6 @@ def deepseek_r1_fp8(*, layers: int = 4) -> Spec:
     129280, one MTP layer after the last (`num_nextn_predict_layers` 1). Block FP8 (128 x 128,
     `weight_scale_inv`) on every decoder Linear, the MTP layer's included; BF16 embeddings, LM head,
     norms, routers (`e_score_correction_bias` F32) and the MTP `eh_proj` / `shared_head`."""
-    from ckptlint.testing.models import moe_modules
-
     d = _deepseek_r1_dims(layers)
     layout = Layout(lambda m: "fp8_block" if m.category in ("attn", "dense_mlp", "expert", "shared_expert") else None)
     return Spec(_r1_config(d, _fp8_block_cfg()), layout.tensors(moe_modules(d)),
@@ -197,8 +192,6 @@ def nvidia_deepseek_r1_fp4(*, layers: int = 4, q_a_proj_bf16: bool = False) -> S
     ``q_a_proj_bf16`` stores q_a_proj BF16 as well (the list's per-layer `q_proj`, which the model
     does not have, reads like the reference implementation's `wq_a` mis-translated; the safetensors
     index would tell, and was not available)."""
-    from ckptlint.testing.models import moe_modules
-
     d = _deepseek_r1_dims(layers)
     exclude = nvidia_deepseek_r1_fp4_exclude(layers)
     listed = {e for e in exclude if "*" not in e}
@@ -223,8 +216,6 @@ def kimi_k2_thinking_int4(*, layers: int = 3) -> Spec:
     pack-quantized: `weight_packed` I32 [N, K/8], `weight_scale` BF16 [N, K/32], `weight_shape` I32
     [2]) on the routed experts only; `ignore` lists `lm_head` and regexes for attention, shared
     experts and the dense MLP, as published."""
-    from ckptlint.testing.models import moe_modules
-
     d = _deepseek_r1_dims(layers, model_type="kimi_k2", num_nextn_predict_layers=0, heads=64,
                           n_routed_experts=384, first_k_dense_replace=1, vocab=163840)
 
@@ -289,8 +280,6 @@ def redhat_llama31_8b_fp8(*, layers: int = 2) -> Spec:
     """RedHatAI/Meta-Llama-3.1-8B-Instruct-FP8: compressed-tensors float-quantized, one group targeting
     `Linear` (FP8 E4M3 weights with a per-tensor static scale, static per-tensor input scale),
     `ignore` ["lm_head"]; hidden 4096, 32 query / 8 key-value heads of 128, intermediate 14336."""
-    from ckptlint.testing.models import ct_config
-
     d = _llama31_8b(layers)
 
     def fp8(m):
@@ -310,8 +299,6 @@ def nvidia_llama31_8b_fp8(*, layers: int = 2) -> Spec:
     """nvidia/Llama-3.1-8B-Instruct-FP8 (ModelOpt FP8, `hf_quant_config.json`: quant_algo FP8,
     kv_cache_quant_algo FP8, exclude_modules ["lm_head"]): per-tensor FP8 weights with F32 scalar
     `weight_scale` and `input_scale`, and the KV-cache scales `k_proj.k_scale` / `v_proj.v_scale`."""
-    from ckptlint.testing.models import store_fp8_tensor
-
     d = _llama31_8b(layers)
 
     def fp8(m):

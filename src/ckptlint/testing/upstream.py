@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ckptlint.testing.models import (DenseDims, Layout, Module, MoeDims, Spec, all_linears, ct_config, dense_modules,
-                                     dense_spec, experts_only, glm5_quark_mxfp4, modelopt_nvfp4, moe_modules,
-                                     qwen3_moe_dims, quark_mxfp4_config, unquantized_linear_names)
+                                     dense_spec, experts_only, glm5_quark_mxfp4, gptq_config, modelopt_nvfp4,
+                                     moe_modules, quark_mxfp4_config, qwen3_moe_dims, unquantized_linear_names)
 
 Expect = tuple[str, str, str | None]  # (code, consequence, module) — module None: any
 
@@ -193,7 +193,6 @@ def quark_router_not_excluded() -> Spec:
 
 
 def gptq_dynamic_negative_module_stored_quantized() -> Spec:
-    from ckptlint.testing.models import gptq_config
     return dense_spec(DenseDims(), all_linears("gptq"), gptq_config(dynamic={"-:.*mlp\\.down_proj": {}}))
 
 
