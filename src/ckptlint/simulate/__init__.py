@@ -65,7 +65,6 @@ def simulate(ckpt: Checkpoint, target: Target, deployment: Deployment, regexes: 
     """The frozen Plan of ``target`` loading ``ckpt``. The config's regular expressions are matched in
     ``regexes`` (the check's scope, shared by its targets; None: one of this simulation's own); what
     it left undecided so far is the plan's ``undecided_regexes``."""
-
     if regexes is None:
         regexes = RegexScope()
 
