@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -73,3 +74,20 @@ def run_python(*args: str, pythonpath: str, cwd: Path, timeout: float = 300,
             raise AssertionError(f"still running after {timeout} s: {' '.join(args)}\n"
                                  f"--- stdout (tail)\n{out[-3000:]}\n--- stderr (tail)\n{err[-6000:]}") from None
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def module_name(path: Path, root: Path) -> str:
+    """The dotted module name of ``path`` in the package directory ``root`` (``.../ckptlint``)."""
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def import_base(node: ast.ImportFrom, path: Path, root: Path) -> str:
+    """The absolute module a ``from ... import`` statement in ``path`` imports from (relative ones resolved)."""
+    if not node.level:
+        return node.module or ""
+    module = module_name(path, root)
+    package = (module if path.name == "__init__.py" else module.rpartition(".")[0]).split(".")
+    return ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))

@@ -19,16 +19,12 @@ from pathlib import Path
 import pytest
 
 from ckptlint import __version__
+from helpers import import_base, module_name
 
 ROOT = Path(__file__).resolve().parents[1]
 PKG = ROOT / "src" / "ckptlint"
 DOC = ROOT / "docs" / "extending.md"
 FIXTURE = "fixtures/glm5-quark-mxfp4-mtp-exclude-prefix"
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(PKG.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def _is_module(name: str) -> bool:
@@ -40,13 +36,7 @@ def _imported(node: ast.Import | ast.ImportFrom, here: Path) -> list[str]:
     """The ckptlint modules (or, for a name that is not a module, its package) an import statement names."""
     if isinstance(node, ast.Import):
         return [a.name for a in node.names if a.name.split(".")[0] == "ckptlint"]
-    base = node.module or ""
-    if node.level:
-        pkg = _module_name(here).split(".")
-        if here.name != "__init__.py":
-            pkg = pkg[:-1]
-        pkg = pkg[:len(pkg) - (node.level - 1)]
-        base = ".".join(pkg + ([base] if base else []))
+    base = import_base(node, here, PKG)
     if base.split(".")[0] != "ckptlint":
         return []
     return [f"{base}.{a.name}" if _is_module(f"{base}.{a.name}") else base for a in node.names]
@@ -163,6 +153,6 @@ def test_every_module_imports_on_its_own():
             "    try:\n        importlib.import_module(m)\n"
             "    except Exception as exc:\n        bad.append(f'{m}: {type(exc).__name__}: {exc}')\n"
             "print('\\n'.join(bad))")
-    mods = sorted(_module_name(p) for p in PKG.rglob("*.py") if p.name != "__main__.py")
+    mods = sorted(module_name(p, PKG) for p in PKG.rglob("*.py") if p.name != "__main__.py")
     r = subprocess.run([sys.executable, "-c", code, *mods], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0 and not r.stdout.strip(), r.stdout + r.stderr

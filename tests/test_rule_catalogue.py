@@ -15,6 +15,7 @@ import ckptlint
 import ckptlint.rules
 from ckptlint.rules import ALL_RULES, CODES
 from ckptlint.rules.base import Rule
+from helpers import import_base
 
 PACKAGE = Path(ckptlint.__file__).resolve().parent
 RULES_DIR = PACKAGE / "rules"
@@ -22,13 +23,6 @@ RULES_DIR = PACKAGE / "rules"
 # their classes (it sits above the rules); the inspector is a command's report, above both.
 FORBIDDEN = ("ckptlint.reader", "ckptlint.inspect")
 
-
-def _module_name(path: Path, root: Path) -> str:
-    rel = path.relative_to(root.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
 
 
 def _sources(root: Path) -> list[tuple[Path, ast.Module]]:
@@ -66,19 +60,12 @@ def imported_names(path: Path, tree: ast.Module, root: Path = PACKAGE) -> set[st
     """Every module (and ``module.name`` for ``from module import name``) that ``tree`` imports,
     relative imports resolved, wherever the import statement is; also the constant names given to
     ``importlib.import_module`` or ``__import__``."""
-    module = _module_name(path, root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[:len(base) - node.level + 1]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
+            mod = import_base(node, path, root)
             out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names)
         elif isinstance(node, ast.Call) and _base_name(node.func) in ("import_module", "__import__"):
