@@ -100,6 +100,20 @@ def test_compiled_data_is_current():
     same_text(Path(hardware.COMPILED).read_text(encoding="utf-8"), render_hardware(), stale)
 
 
+def test_stale_compiled_data_fails_naming_the_first_difference():
+    # the failure the extending tests provoke on purpose: a one-line megabyte file, compared without
+    # pytest's diff (untruncated under CI, it ran for minutes)
+    from ckptlint.targets.compile import render
+
+    fresh = render()
+    at = len(fresh) // 2
+    stale = fresh[:at] + "X" + fresh[at:]
+    with pytest.raises(AssertionError, match=rf"^stale: regenerate\nfirst difference at character {at} of "
+                                             rf"{len(stale)} \(expected {len(fresh)}\)"):
+        same_text(stale, fresh, "stale: regenerate")
+    same_text(fresh, fresh, "never raised")
+
+
 def test_check_path_does_not_import_pydantic_hashlib_or_tempfile():
     # pydantic (~65 ms) validates target data only when compiling it; hashlib (OpenSSL, ~10 ms) and
     # tempfile are for commands that write or fingerprint (baselines, SARIF, fix), not for a check.
