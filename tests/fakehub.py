@@ -38,6 +38,7 @@ import re
 import select
 import socket
 import ssl
+import sys
 import threading
 import time
 from pathlib import Path
@@ -108,13 +109,23 @@ class FakeHub:
         return [r for r in self.log if (file is None or r["file"] == file) and (server is None or r["server"] == server)]
 
 
+class QuietServer(http.server.ThreadingHTTPServer):
+    """A test server that does not print a traceback when a client drops a kept-alive connection (the
+    client closing its pool is the normal end of a test, not an error)."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
+
+
 def _server(hub: FakeHub, role: str, tls: ssl.SSLContext | None = None) -> http.server.ThreadingHTTPServer:
     class Handler(_Handler):
         pass
 
     Handler.hub, Handler.role = hub, role
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    srv = QuietServer(("127.0.0.1", 0), Handler)
     if tls is not None:
         srv.socket = tls.wrap_socket(srv.socket, server_side=True)
     return srv
@@ -366,8 +377,7 @@ class ForwardProxy:
                 finally:
                     upstream.close()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     @property

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fakehub import FakeHub
+from fakehub import FakeHub, QuietServer
 from helpers import cli_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,7 +81,7 @@ def test_plain_404_server_is_not_called_a_directory(capsys):
         def log_message(self, *a):
             pass
 
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    srv = QuietServer(("127.0.0.1", 0), NotFound)
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:
