@@ -20,7 +20,6 @@ FIXED = ROOT / "fixtures" / "glm5-quark-mxfp4-mtp-exclude-prefix-fixed"
 
 def ckptlint(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "COLUMNS": "100", **(env or {})}
-    env.pop("NO_COLOR", None)
     return subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=120,
                           env=env)
 

@@ -115,18 +115,11 @@ def test_helper_only_with_an_idle_core(cpus, load, expected):
     assert parallel.helps(cpus, load) is expected
 
 
-def test_jobs_setting():
-    env = os.environ.get("CKPTLINT_JOBS")
-    try:
-        os.environ["CKPTLINT_JOBS"] = "1"
-        assert parallel.jobs() == 1
-        os.environ["CKPTLINT_JOBS"] = "not a number"
-        assert parallel.jobs() == 1
-    finally:
-        if env is None:
-            os.environ.pop("CKPTLINT_JOBS", None)
-        else:
-            os.environ["CKPTLINT_JOBS"] = env
+def test_jobs_setting(monkeypatch):
+    monkeypatch.setenv("CKPTLINT_JOBS", "1")
+    assert parallel.jobs() == 1
+    monkeypatch.setenv("CKPTLINT_JOBS", "not a number")
+    assert parallel.jobs() == 1
 
 
 def test_child_reads_columns_and_the_parent_rebuilds_the_same_shard(tmp_path):

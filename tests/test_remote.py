@@ -35,8 +35,7 @@ BIG = MoeDims(num_hidden_layers=5, hidden=6144, n_routed_experts=256, moe_interm
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_ENDPOINT"):
-        monkeypatch.delenv(k, raising=False)
+    # the Hub variables are removed for every test (conftest.AMBIENT); the fake Hub is reached directly
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setattr(hubhttp, "BACKOFF", 0.001)

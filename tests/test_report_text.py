@@ -25,7 +25,6 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def run_cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {**os.environ, "COLUMNS": "100", **(env or {})}
-    full.pop("NO_COLOR", None)
     return subprocess.run([sys.executable, "-m", "ckptlint", *args], capture_output=True, text=True, timeout=180,
                           env=full)
 
@@ -141,8 +140,6 @@ def _pty_run(args: list[str], env: dict) -> str:
     pty = pytest.importorskip("pty")
     master, slave = pty.openpty()
     full = {**os.environ, "COLUMNS": "100", **env}
-    if env.get("NO_COLOR") is None:
-        full.pop("NO_COLOR", None)
     p = subprocess.Popen([sys.executable, "-m", "ckptlint", *args], stdout=slave, stderr=subprocess.DEVNULL,
                          env=full)
     os.close(slave)

@@ -20,8 +20,6 @@ T = "sglang==0.5.15"
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    for k in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_OFFLINE", "HF_ENDPOINT"):
-        monkeypatch.delenv(k, raising=False)
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
